@@ -1,0 +1,36 @@
+# rocketwatch: `make demo` and `make test` work on a fresh machine (they create .venv and install).
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+
+.PHONY: demo test bench lint java clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e ".[test]"
+	touch $(STAMP)
+
+# PySpark needs a JVM (17+). Install Debian's when it is missing and we may.
+java:
+	@command -v java >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing a Java runtime for PySpark"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jre-headless; \
+	  else echo "PySpark needs Java 17+: install openjdk-17-jre-headless" >&2; exit 1; fi; }
+
+demo: $(STAMP) java
+	$(VENV)/bin/rocketwatch demo
+
+test: $(STAMP) java
+	$(PY) -m pytest
+
+bench: $(STAMP) java
+	$(PY) bench/evaluate_cycle.py
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check daemon rules spark config tests bench
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache

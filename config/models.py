@@ -1,0 +1,123 @@
+"""The daemon's configuration file, as pydantic models (validated at the edge, typed inside)."""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+from pathlib import Path
+from typing import Annotated, Any
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+
+from config.receivers import ReceiverConfig
+from rules.durations import parse_duration
+from rules.overrides import RuleOverride
+
+_ADDR = re.compile(r"^[A-Za-z0-9_.\-\[\]:]+:\d{1,5}$")
+
+
+def _duration(value: Any) -> Any:
+    if isinstance(value, str):
+        return parse_duration(value)
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return timedelta(seconds=value)
+    return value
+
+
+Duration = Annotated[timedelta, BeforeValidator(_duration)]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class ClusterConfig(_Strict):
+    """One RocketMQ cluster to watch, found through its name servers."""
+
+    name: str = Field(description="name used in alerts; should match the brokers' clusterName")
+    namesrv: list[str] = Field(min_length=1, description="name server addresses, host:port")
+
+    @field_validator("namesrv", mode="before")
+    @classmethod
+    def _split(cls, value: Any) -> Any:
+        # Operators paste `a:9876;b:9876` as RocketMQ's own NAMESRV_ADDR is written.
+        if isinstance(value, str):
+            return [v.strip() for v in value.split(";") if v.strip()]
+        return value
+
+    @field_validator("namesrv")
+    @classmethod
+    def _addresses(cls, value: list[str]) -> list[str]:
+        for addr in value:
+            if not _ADDR.match(addr):
+                raise ValueError(f"expected host:port such as 10.0.0.5:9876, got {addr!r}")
+        return value
+
+
+class CollectConfig(_Strict):
+    """How often and how patiently the collectors ask the cluster."""
+
+    interval: Duration = timedelta(seconds=30)
+    timeout: Duration = Field(default=timedelta(seconds=5), description="per call")
+    concurrency: int = Field(default=8, ge=1, le=256, description="calls in flight per cluster")
+
+
+class EvaluateConfig(_Strict):
+    """How often rules run, and when a series counts as stale."""
+
+    interval: Duration = timedelta(seconds=30)
+    stale_after: Duration | None = Field(default=None, description="default: 2 x collect.interval")
+
+
+class SparkConfig(_Strict):
+    """Where the evaluation runs: embedded local mode unless told otherwise."""
+
+    master: str = "local[2]"
+    conf: dict[str, str] = Field(default_factory=dict)
+
+
+class NotifyConfig(_Strict):
+    """Where alerts go and how they are grouped into messages."""
+
+    group_by: list[str] = Field(default_factory=lambda: ["alertname", "cluster", "group"])
+    interval: Duration = Field(default=timedelta(seconds=10), description="outbox delivery and retry cadence")
+    receivers: list[ReceiverConfig] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _unique_names(self) -> NotifyConfig:
+        names = [r.name for r in self.receivers]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"receiver names must be unique; repeated: {', '.join(dupes)}")
+        return self
+
+
+class RocketwatchConfig(_Strict):
+    """The whole configuration file."""
+
+    clusters: list[ClusterConfig] = Field(min_length=1)
+    state_dir: Path = Field(default=Path("/var/lib/rocketwatch"), description="SQLite state and lock")
+    store_path: Path | None = Field(default=None, description="Parquet sample store; default <state_dir>/store")
+    collect: CollectConfig = Field(default_factory=CollectConfig)
+    evaluate: EvaluateConfig = Field(default_factory=EvaluateConfig)
+    spark: SparkConfig = Field(default_factory=SparkConfig)
+    rules: list[str] = Field(default_factory=lambda: ["builtin"], description="rule files, dirs or 'builtin'")
+    rule_overrides: dict[str, RuleOverride] = Field(default_factory=dict)
+    notify: NotifyConfig = Field(default_factory=NotifyConfig)
+
+    @model_validator(mode="after")
+    def _unique_clusters(self) -> RocketwatchConfig:
+        names = [c.name for c in self.clusters]
+        if len(set(names)) != len(names):
+            raise ValueError(f"cluster names must be unique: {names}")
+        return self
+
+    @property
+    def store(self) -> Path:
+        """Where the Parquet sample store lives."""
+        return self.store_path or self.state_dir / "store"
+
+    @property
+    def stale_after(self) -> timedelta:
+        """Age after which a series is no_data rather than resolved."""
+        return self.evaluate.stale_after or 2 * self.collect.interval

@@ -1,0 +1,209 @@
+"""Wiring of the long-running daemon: collect -> store -> evaluate -> track -> dispatch, on a schedule."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+from apscheduler.schedulers.asyncio import AsyncIOScheduler
+
+from config.loader import load_config
+from config.models import ClusterConfig, RocketwatchConfig
+from daemon.alerts.db import StateDB
+from daemon.alerts.tracker import AlertTracker
+from daemon.collectors.cluster import collect_cluster
+from daemon.collectors.remoting.admin import AdminClient
+from daemon.collectors.remoting.client import RemotingClient
+from daemon.notify.dispatcher import Dispatcher
+from daemon.notify.factory import build_notifiers
+from daemon.notify.outbox import Outbox
+from daemon.rulebook import Rulebook, load_rulebook
+from daemon.sdnotify import sd_notify
+from daemon.statedir import StateDirLock
+from daemon.store.writer import ParquetStore
+
+log = logging.getLogger("rocketwatch")
+
+
+def utcnow() -> datetime:
+    """The daemon's clock; everything downstream takes `now` as an argument."""
+    return datetime.now(UTC)
+
+
+@dataclass
+class CycleStats:
+    """What the last cycles did, for logs, STATUS= and (later) /metrics."""
+
+    collect_cycles: int = 0
+    evaluate_cycles: int = 0
+    rows_collected: int = 0
+    last_collect_s: float = 0.0
+    last_evaluate_s: float = 0.0
+    firing: int = 0
+    failed_calls: dict[str, int] = field(default_factory=dict)
+
+
+class Daemon:
+    """The rocketwatch process: owns the scheduler, the state and the warm Spark session."""
+
+    def __init__(self, config: RocketwatchConfig, config_path: Path | None = None) -> None:
+        self.config = config
+        self.config_path = config_path
+        self.stats = CycleStats()
+        self.lock = StateDirLock(config.state_dir)
+        self.store = ParquetStore(config.store)
+        self.rulebook: Rulebook = load_rulebook(config)
+        self.client = RemotingClient()
+        self.admin = AdminClient(self.client)
+        self.db: StateDB | None = None
+        self.scheduler = AsyncIOScheduler(timezone="UTC")
+        self._evaluator = None
+        self._ready = False
+        self._stopping = asyncio.Event()
+
+    # ---- lifecycle -------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Run until SIGTERM/SIGINT; finish the cycle in flight, flush the outbox, return."""
+        self.lock.acquire()
+        try:
+            self._open_state()
+            loop = asyncio.get_running_loop()
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                loop.add_signal_handler(sig, self._stopping.set)
+            loop.add_signal_handler(signal.SIGHUP, self.reload)
+            log.info(
+                "rocketwatch starting: %d cluster(s), %d rule(s), store %s, state %s",
+                len(self.config.clusters), len(self.rulebook.rules), self.config.store, self.config.state_dir,
+            )
+            await asyncio.to_thread(self._start_spark)
+            self._schedule()
+            self.scheduler.start()
+            await self._stopping.wait()
+            log.info("stopping: waiting for the cycle in flight, then flushing the outbox")
+            self.scheduler.shutdown(wait=False)
+            await self.dispatch_once()
+        finally:
+            await self.client.close()
+            if self.db is not None:
+                self.db.close()
+            self.lock.release()
+        log.info("rocketwatch stopped")
+
+    def stop(self) -> None:
+        """Ask the daemon to stop (as SIGTERM does)."""
+        self._stopping.set()
+
+    def _open_state(self) -> None:
+        self.db = StateDB(self.config.state_dir / "state.db")
+        self.tracker = AlertTracker(self.db)
+        self.outbox = Outbox(self.db)
+        self._build_routing()
+
+    def _build_routing(self) -> None:
+        notify = self.config.notify
+        self.notifiers = build_notifiers(notify.receivers)
+        self.dispatcher = Dispatcher(self.outbox, [r.name for r in notify.receivers], notify.group_by)
+
+    def _start_spark(self) -> None:
+        # Imported here so `rocketwatch check` and the CLI never pay for a JVM.
+        from spark.evaluate import Evaluator
+        from spark.session import get_session
+
+        started = time.monotonic()
+        session = get_session(self.config.spark.master, self.config.spark.conf)
+        self._evaluator = Evaluator(session, str(self.config.store))
+        log.info("spark session ready in %.1fs (master %s)", time.monotonic() - started, self.config.spark.master)
+
+    def _schedule(self) -> None:
+        common = {"max_instances": 1, "coalesce": True, "misfire_grace_time": None}
+        first = utcnow()
+        for cluster in self.config.clusters:
+            self.scheduler.add_job(
+                self.collect_once, "interval", args=[cluster], id=f"collect:{cluster.name}",
+                seconds=self.config.collect.interval.total_seconds(), next_run_time=first, **common,
+            )
+        self.scheduler.add_job(
+            self.evaluate_once, "interval", id="evaluate",
+            seconds=self.config.evaluate.interval.total_seconds(), next_run_time=first, **common,
+        )
+        self.scheduler.add_job(
+            self.dispatch_once, "interval", id="dispatch",
+            seconds=self.config.notify.interval.total_seconds(), **common,
+        )
+
+    def reload(self) -> None:
+        """SIGHUP: re-read config and rules; keep the running ones unless the new ones are valid."""
+        if self.config_path is None:
+            log.warning("reload asked but the daemon was started without a config file")
+            return
+        try:
+            config = load_config(self.config_path)
+            rulebook = load_rulebook(config)
+        except Exception as exc:  # every error is already positioned for the operator
+            log.error("reload rejected, keeping the running config and rules:\n%s", exc)
+            return
+        self.rulebook = rulebook
+        log.info("reloaded rules: %d rule(s) from %s", len(rulebook.rules), ", ".join(config.rules))
+
+    # ---- jobs ------------------------------------------------------------------------------
+
+    async def collect_once(self, cluster: ClusterConfig) -> None:
+        """One collection cycle of one cluster, written to the store as one file per table."""
+        now = utcnow()
+        started = time.monotonic()
+        result = await collect_cluster(
+            self.admin, cluster.name, cluster.namesrv, now,
+            call_timeout=self.config.collect.timeout.total_seconds(),
+            concurrency=self.config.collect.concurrency,
+        )
+        written = await asyncio.to_thread(self.store.append_all, result.rows, now)
+        elapsed = time.monotonic() - started
+        self.stats.collect_cycles += 1
+        self.stats.rows_collected += sum(written.values())
+        self.stats.last_collect_s = elapsed
+        failures = [h for h in result.rows.get("collector_health", []) if not h["ok"]]
+        for h in failures:
+            log.warning("cluster %s: %s to %s failed: %s", cluster.name, h["call"], h["target"], h["error"])
+        log.info(
+            "collected cluster %s in %.2fs: %s",
+            cluster.name, elapsed, ", ".join(f"{n}={c}" for n, c in sorted(written.items())),
+        )
+
+    async def evaluate_once(self) -> None:
+        """Evaluate every rule on the store, advance alert states, queue notifications."""
+        if self._evaluator is None:
+            return
+        now = utcnow()
+        started = time.monotonic()
+        rulebook = self.rulebook
+        findings = await asyncio.to_thread(
+            self._evaluator.evaluate, rulebook.rules, now, self.config.stale_after
+        )
+        events = self.tracker.update(rulebook.timings, findings, now)
+        self.dispatcher.dispatch(events, self.tracker.active_alerts(), now)
+        for event in events:
+            log.info("alert %s", event)
+        self.stats.evaluate_cycles += 1
+        self.stats.last_evaluate_s = time.monotonic() - started
+        self.stats.firing = sum(1 for a in self.tracker.active_alerts() if a.state == "firing")
+        await self.dispatch_once()
+        if not self._ready and self.stats.collect_cycles > 0:
+            self._ready = True
+            sd_notify("READY=1", f"STATUS=watching {len(self.config.clusters)} cluster(s)")
+            log.info("first cycle complete: ready")
+        sd_notify(
+            f"STATUS=cycle {self.stats.evaluate_cycles}: {len(findings)} finding(s), "
+            f"{self.stats.firing} firing, evaluate {self.stats.last_evaluate_s:.1f}s"
+        )
+
+    async def dispatch_once(self) -> None:
+        """Deliver what the outbox holds that is due, retrying earlier failures."""
+        report = await self.outbox.deliver_due(self.notifiers, utcnow())
+        if report.failed:
+            log.warning("notifications: %s", report)
