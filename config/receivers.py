@@ -1,0 +1,83 @@
+"""Receivers: where notifications go (console, Slack, email). Secrets come from the environment."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
+
+
+class _Receiver(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(min_length=1, description="unique name, used in logs and the outbox")
+
+
+class ConsoleReceiver(_Receiver):
+    """Print notifications to the daemon's standard output (the demo's terminal)."""
+
+    type: Literal["console"]
+
+
+class SlackReceiver(_Receiver):
+    """A Slack channel, posted to by a bot token (xoxb-...) with chat:write."""
+
+    type: Literal["slack"]
+    channel: str = Field(min_length=1, description="channel name (#alerts) or id (C0123...)")
+    token: SecretStr | None = Field(default=None, description="bot token inline; prefer token_env")
+    token_env: str | None = Field(default=None, description="environment variable holding the bot token")
+    base_url: str | None = Field(default=None, description="Web API base, for Enterprise Grid or tests")
+    max_alerts: int = Field(default=10, ge=1, le=20, description="alerts shown per message; the rest are counted")
+    timeout: float = Field(default=10.0, gt=0, description="seconds per API call")
+
+    @model_validator(mode="after")
+    def _one_token_source(self) -> SlackReceiver:
+        if (self.token is None) == (self.token_env is None):
+            raise ValueError("give exactly one of token or token_env")
+        return self
+
+    def resolve_token(self, env: Mapping[str, str] = os.environ) -> str:
+        """The bot token; raises naming the variable (never the value) when it is unset."""
+        if self.token is not None:
+            return self.token.get_secret_value()
+        value = env.get(self.token_env or "")
+        if not value:
+            raise ValueError(f"receiver {self.name!r}: environment variable {self.token_env} is not set")
+        return value
+
+
+class EmailReceiver(_Receiver):
+    """Mail through an SMTP server: one mail per group change, threaded per group."""
+
+    type: Literal["email"]
+    host: str = Field(min_length=1)
+    port: int = Field(default=587, ge=1, le=65535)
+    from_addr: str = Field(min_length=3)
+    to: list[str] = Field(min_length=1)
+    security: Literal["none", "starttls", "tls"] = Field(
+        default="starttls", description="starttls (usually 587), tls = implicit TLS (465), none (local relay)"
+    )
+    username: str | None = None
+    password_env: str | None = Field(default=None, description="environment variable holding the password")
+    timeout: float = Field(default=30.0, gt=0, description="seconds per SMTP session")
+    ca_file: str | None = Field(default=None, description="PEM bundle to verify the server with (internal CA)")
+
+    @model_validator(mode="after")
+    def _auth_pairs(self) -> EmailReceiver:
+        if (self.username is None) != (self.password_env is None):
+            raise ValueError("username and password_env go together")
+        return self
+
+    def resolve_password(self, env: Mapping[str, str] = os.environ) -> str | None:
+        """The SMTP password, or None without auth; raises naming the variable when it is unset."""
+        if self.password_env is None:
+            return None
+        value = env.get(self.password_env)
+        if not value:
+            raise ValueError(f"receiver {self.name!r}: environment variable {self.password_env} is not set")
+        return value
+
+
+ReceiverConfig = Annotated[ConsoleReceiver | SlackReceiver | EmailReceiver, Field(discriminator="type")]

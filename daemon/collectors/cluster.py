@@ -1,0 +1,387 @@
+"""One collection cycle of one cluster over the remoting protocol (DESIGN §5, ref §2, §3.6, §3.7).
+
+Discovery runs every cycle: cluster info (106) → master brokers; each master's subscription
+groups (201) minus system groups → groups; per group the connection list (203) → online clients;
+per client its running info (307) → `process_queue` rows; per master × group consume stats (208)
+→ `consumer_queue` rows. Every call yields a `collector_health` row. A failing or slow server
+costs at most `call_timeout` and leaves partial rows; nothing raises out of `collect_cluster`.
+The daemon never heartbeats and never pulls (ref §8).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import time
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any, TypeVar
+
+from daemon.collectors.remoting.admin import AdminClient
+from daemon.collectors.remoting.bodies import (
+    ClusterInfo,
+    ConsumerConnection,
+    ConsumerRunningInfo,
+    ConsumeStats,
+    consumer_settings,
+)
+from daemon.collectors.remoting.codes import RequestCode
+from daemon.collectors.remoting.errors import ConsumerNotOnline, RemotingError
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+PROCESS_QUEUE = "process_queue"
+CONSUMER_QUEUE = "consumer_queue"
+COLLECTOR_HEALTH = "collector_health"
+
+RETRY_PREFIX = "%RETRY%"
+BROADCASTING = "BROADCASTING"
+
+# Groups the broker or the tools create for themselves (ref §5.1, MixAll): not anyone's consumers.
+SYSTEM_GROUP_NAMES = frozenset(
+    {
+        "TOOLS_CONSUMER",
+        "DEFAULT_CONSUMER",
+        "__MONITOR_CONSUMER",
+        "SELF_TEST_C_GROUP",
+        "FILTERSRV_CONSUMER",
+        "CID_ONS-HTTP-PROXY",
+        "SCHEDULE_CONSUMER",
+        "CID_SYS_RMQ_TRANS",
+    }
+)
+SYSTEM_GROUP_PATTERN = re.compile(r"^(?:CID_RMQ_SYS_|CID_ONSAPI_)")
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def is_system_group(group: str) -> bool:
+    """True for groups RocketMQ itself creates (TOOLS_CONSUMER, CID_RMQ_SYS_*, …)."""
+    return group in SYSTEM_GROUP_NAMES or SYSTEM_GROUP_PATTERN.match(group) is not None
+
+
+def ms_to_datetime(ms: int | None) -> datetime | None:
+    """A tz-aware UTC datetime from epoch milliseconds; None for 0, negative or absurd values."""
+    if ms is None or ms <= 0:
+        return None
+    try:
+        return _EPOCH + timedelta(milliseconds=ms)
+    except OverflowError:
+        return None
+
+
+@dataclass
+class CollectResult:
+    """Rows per table name, plus counts and a one-line summary of the cycle."""
+
+    rows: dict[str, list[dict[str, Any]]]
+    summary: str
+    masters: int = 0
+    groups: int = 0
+    online_groups: int = 0
+    clients: int = 0
+    calls: int = 0
+    failed_calls: int = 0
+
+
+@dataclass
+class _Cycle:
+    """State of one collect_cluster run."""
+
+    admin: AdminClient
+    cluster: str
+    now: datetime
+    call_timeout: float
+    semaphore: asyncio.Semaphore
+    health: list[dict[str, Any]] = field(default_factory=list)
+    process_queue: list[dict[str, Any]] = field(default_factory=list)
+    consumer_queue: list[dict[str, Any]] = field(default_factory=list)
+    online_groups: set[str] = field(default_factory=set)
+    clients: int = 0
+
+    async def call(
+        self,
+        target: str,
+        code: RequestCode,
+        make: Callable[[], Awaitable[T]],
+        *,
+        answers: tuple[type[RemotingError], ...] = (),
+    ) -> tuple[T | None, Exception | None]:
+        """Run one call under the semaphore; record its health row; never raise.
+
+        Errors of the `answers` types are expected answers (206 for an offline group): the call
+        counts as ok, and the error is returned for the caller to interpret.
+        """
+        async with self.semaphore:
+            start = time.perf_counter()
+            value: T | None = None
+            error: Exception | None = None
+            try:
+                # The client enforces call_timeout; this outer bound also covers body decoding.
+                value = await asyncio.wait_for(make(), self.call_timeout * 2)
+            except RemotingError as exc:
+                error = exc
+            except TimeoutError:
+                error = TimeoutError(f"{target} did not answer {code.name} ({int(code)}) in time")
+            except Exception as exc:  # a bug must cost one call, not the cycle
+                log.exception("%s to %s failed unexpectedly", code.name, target)
+                error = exc
+            latency_ms = (time.perf_counter() - start) * 1000.0
+        ok = error is None or isinstance(error, answers)
+        self.health.append(
+            {
+                "ts": self.now,
+                "cluster": self.cluster,
+                "target": target,
+                "call": code.name,
+                "ok": ok,
+                "error": None if ok else _error_text(error),
+                "latency_ms": latency_ms,
+            }
+        )
+        return value, error
+
+    def fail_row(self, target: str, code: RequestCode, error: str) -> None:
+        """Turn the latest health row of (target, code) into a failure with `error`."""
+        for row in reversed(self.health):
+            if row["target"] == target and row["call"] == code.name:
+                row["ok"], row["error"] = False, error
+                return
+
+
+def _error_text(error: Exception | None) -> str:
+    text = str(error) if error is not None else ""
+    return text or type(error).__name__
+
+
+async def _discover(cycle: _Cycle, namesrv_addrs: Iterable[str]) -> list[tuple[str, str]] | None:
+    """(broker name, master addr) of the cluster from the first name server that knows it."""
+    code = RequestCode.GET_BROKER_CLUSTER_INFO
+    for ns in namesrv_addrs:
+        info, _ = await cycle.call(
+            ns, code, lambda ns=ns: cycle.admin.get_cluster_info(ns, timeout=cycle.call_timeout)
+        )
+        if info is None:
+            continue
+        if cycle.cluster not in info.clusters:
+            # A freshly restarted name server knows no brokers for up to 30 s: try the next one.
+            known = ", ".join(sorted(info.clusters)) or "none"
+            cycle.fail_row(ns, code, f"namesrv {ns} knows no cluster {cycle.cluster!r} (known: {known})")
+            continue
+        return _masters(info, cycle.cluster)
+    return None
+
+
+def _masters(info: ClusterInfo, cluster: str) -> list[tuple[str, str]]:
+    masters = []
+    for name in sorted(info.clusters.get(cluster, [])):
+        broker = info.brokers.get(name)
+        addr = broker.master_addr if broker is not None else None
+        if addr:
+            masters.append((name, addr))
+        else:
+            log.info("cluster %s: broker %s has no master registered", cluster, name)
+    return masters
+
+
+async def _groups_by_master(cycle: _Cycle, masters: list[tuple[str, str]]) -> dict[str, set[str]]:
+    code = RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG
+
+    async def one(addr: str) -> tuple[str, set[str]]:
+        configs, _ = await cycle.call(
+            addr, code, lambda: cycle.admin.get_subscription_groups(addr, timeout=cycle.call_timeout)
+        )
+        return addr, {g for g in (configs or {}) if not is_system_group(g)}
+
+    return dict(await asyncio.gather(*(one(addr) for _, addr in masters)))
+
+
+async def _connections(cycle: _Cycle, group: str, addrs: list[str]) -> tuple[str, ConsumerConnection] | None:
+    """The first broker's non-empty connection list of `group`; None when no broker has one."""
+    code = RequestCode.GET_CONSUMER_CONNECTION_LIST
+    for addr in addrs:
+        conn, _ = await cycle.call(
+            addr,
+            code,
+            lambda addr=addr: cycle.admin.get_consumer_connections(addr, group, timeout=cycle.call_timeout),
+            answers=(ConsumerNotOnline,),
+        )
+        # A client heartbeats only to the brokers of its routes: 206 here may be "online elsewhere".
+        if conn is not None and conn.connections:
+            return addr, conn
+    return None
+
+
+async def _running_info(cycle: _Cycle, addr: str, group: str, client_id: str) -> None:
+    info, _ = await cycle.call(
+        addr,
+        RequestCode.GET_CONSUMER_RUNNING_INFO,
+        lambda: cycle.admin.get_consumer_running_info(addr, group, client_id, timeout=cycle.call_timeout),
+    )
+    if info is not None:
+        cycle.process_queue.extend(process_queue_rows(cycle.cluster, cycle.now, group, client_id, info))
+
+
+async def _consume_stats(cycle: _Cycle, addr: str, group: str) -> None:
+    stats, _ = await cycle.call(
+        addr,
+        RequestCode.GET_CONSUME_STATS,
+        lambda: cycle.admin.get_consume_stats(addr, group, timeout=cycle.call_timeout),
+    )
+    if stats is not None:
+        cycle.consumer_queue.extend(consumer_queue_rows(cycle.cluster, cycle.now, group, stats))
+
+
+async def _collect_group(cycle: _Cycle, group: str, addrs: list[str]) -> None:
+    found = await _connections(cycle, group, addrs)
+    tasks: list[Awaitable[None]] = []
+    broadcasting = False
+    if found is not None:
+        addr, conn = found
+        cycle.online_groups.add(group)
+        cycle.clients += len(conn.connections)
+        broadcasting = conn.message_model == BROADCASTING
+        tasks += [_running_info(cycle, addr, group, cid) for cid in sorted(set(conn.client_ids))]
+    if not broadcasting:
+        # Broadcasting groups keep offsets on the clients; the broker's ConsumeStats mean nothing (ref §7).
+        tasks += [_consume_stats(cycle, addr, group) for addr in addrs]
+    await asyncio.gather(*tasks)
+
+
+def process_queue_rows(
+    cluster: str, now: datetime, group: str, client_id: str, info: ConsumerRunningInfo
+) -> list[dict[str, Any]]:
+    """`process_queue` rows: one per mqTable entry, with the client's effective settings."""
+    settings = consumer_settings(info.properties)
+    rows = []
+    for mq, pq in sorted(info.mq_table.items()):
+        rows.append(
+            {
+                "ts": now,
+                "cluster": cluster,
+                "group": group,
+                "client_id": client_id,
+                "topic": mq.topic,
+                "broker": mq.broker_name,
+                "queue_id": mq.queue_id,
+                "cached_msg_count": pq.cached_msg_count,
+                "cached_msg_size_mib": pq.cached_msg_size_mib,
+                "cached_min_offset": pq.cached_msg_min_offset,
+                "cached_max_offset": pq.cached_msg_max_offset,
+                "commit_offset": pq.commit_offset,
+                "last_pull_ts": ms_to_datetime(pq.last_pull_timestamp),
+                "last_consume_ts": ms_to_datetime(pq.last_consume_timestamp),
+                "locked": pq.locked,
+                "dropped": pq.dropped,
+                "try_unlock_times": pq.try_unlock_times,
+                "pull_threshold_for_queue": settings.pull_threshold_for_queue,
+                "pull_threshold_size_mib": settings.pull_threshold_size_mib,
+                "max_span": settings.max_span,
+                "consume_timeout_min": settings.consume_timeout_min,
+                "max_reconsume_times": settings.max_reconsume_times,
+                "orderly": settings.orderly,
+            }
+        )
+    return rows
+
+
+def consumer_queue_rows(cluster: str, now: datetime, group: str, stats: ConsumeStats) -> list[dict[str, Any]]:
+    """`consumer_queue` rows: one per offsetTable entry of a GET_CONSUME_STATS answer."""
+    rows = []
+    for mq, off in sorted(stats.offsets.items()):
+        rows.append(
+            {
+                "ts": now,
+                "cluster": cluster,
+                "group": group,
+                "topic": mq.topic,
+                "broker": mq.broker_name,
+                "queue_id": mq.queue_id,
+                "broker_offset": off.broker_offset,
+                "consumer_offset": off.consumer_offset,
+                "pull_offset": off.pull_offset,
+                # lastTimestamp 0 = nothing consumed yet, or the message is gone (ref §3.6).
+                "last_consumed_store_ts": ms_to_datetime(off.last_timestamp),
+                "consume_delay_ms": None,
+                "topic_kind": "retry" if mq.topic.startswith(RETRY_PREFIX) else "normal",
+            }
+        )
+    return rows
+
+
+async def collect_cluster(
+    admin: AdminClient,
+    cluster_name: str,
+    namesrv_addrs: Iterable[str],
+    now: datetime,
+    *,
+    call_timeout: float,
+    concurrency: int = 8,
+) -> CollectResult:
+    """Collect one cycle of `cluster_name`: rows per table and a summary; never raises for server trouble."""
+    now = now.replace(tzinfo=UTC) if now.tzinfo is None else now.astimezone(UTC)
+    cycle = _Cycle(admin, cluster_name, now, call_timeout, asyncio.Semaphore(max(1, concurrency)))
+    masters: list[tuple[str, str]] = []
+    groups: dict[str, list[str]] = {}
+    found: list[tuple[str, str]] | None = None
+    try:
+        found = await _discover(cycle, list(namesrv_addrs))
+        if found is not None:
+            masters = found
+            by_master = await _groups_by_master(cycle, masters)
+            for _, addr in masters:
+                for group in by_master.get(addr, ()):
+                    groups.setdefault(group, []).append(addr)
+            await asyncio.gather(*(_collect_group(cycle, g, addrs) for g, addrs in sorted(groups.items())))
+    except Exception as exc:  # last line of defence: a bug yields a health row, not a dead daemon
+        log.exception("collecting cluster %s failed", cluster_name)
+        cycle.health.append(
+            {
+                "ts": now,
+                "cluster": cluster_name,
+                "target": cluster_name,
+                "call": "collect_cluster",
+                "ok": False,
+                "error": f"internal error: {exc!r}",
+                "latency_ms": 0.0,
+            }
+        )
+    return _result(cycle, masters, groups, discovered=found is not None)
+
+
+def _result(
+    cycle: _Cycle, masters: list[tuple[str, str]], groups: dict[str, list[str]], *, discovered: bool
+) -> CollectResult:
+    failed = sum(1 for r in cycle.health if not r["ok"])
+    rows = {
+        PROCESS_QUEUE: cycle.process_queue,
+        CONSUMER_QUEUE: cycle.consumer_queue,
+        COLLECTOR_HEALTH: cycle.health,
+    }
+    if not discovered:
+        why = (
+            next((r["error"] for r in reversed(cycle.health) if not r["ok"]), None) or "no name server given"
+        )
+        summary = f"{cycle.cluster}: discovery failed, nothing collected: {why}"
+    else:
+        offline = len(groups) - len(cycle.online_groups)
+        summary = (
+            f"{cycle.cluster}: {len(masters)} master(s), {len(groups)} group(s) "
+            f"({len(cycle.online_groups)} online, {offline} offline), {cycle.clients} client(s); "
+            f"{len(cycle.health)} call(s), {failed} failed; "
+            f"{len(cycle.process_queue)} process_queue, {len(cycle.consumer_queue)} consumer_queue row(s)"
+        )
+    return CollectResult(
+        rows=rows,
+        summary=summary,
+        masters=len(masters),
+        groups=len(groups),
+        online_groups=len(cycle.online_groups),
+        clients=cycle.clients,
+        calls=len(cycle.health),
+        failed_calls=failed,
+    )

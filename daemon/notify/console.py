@@ -1,0 +1,28 @@
+"""A notifier that prints to a stream: the demo's terminal, or a log captured by systemd."""
+
+from __future__ import annotations
+
+import sys
+from typing import TextIO
+
+from daemon.notify import render
+from daemon.notify.model import Notification, ThreadRef
+
+_RULE = "─" * 78
+
+
+class ConsoleNotifier:
+    """Writes each notification as a readable block; the stream is looked up at send time."""
+
+    def __init__(self, name: str, stream: TextIO | None = None) -> None:
+        self.name = name
+        # None means "sys.stdout when sending", so pytest's capsys and the demo's redirection both work.
+        self._stream = stream
+
+    async def send(self, notification: Notification, thread: ThreadRef | None) -> ThreadRef | None:
+        """Print the notification; a console has no threads, so return the group key as one."""
+        stream = self._stream or sys.stdout
+        update = "update of an earlier message · " if thread is not None else ""
+        stream.write(f"{_RULE}\n{update}{render.text(notification).rstrip()}\n{_RULE}\n")
+        stream.flush()
+        return thread or ThreadRef(id=notification.group_key)

@@ -1,0 +1,43 @@
+"""Build the notifiers named in the config; secrets are read from the environment here, once."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from typing import TextIO
+
+from config.receivers import ConsoleReceiver, EmailReceiver, ReceiverConfig, SlackReceiver
+from daemon.notify.console import ConsoleNotifier
+from daemon.notify.email import EmailNotifier
+from daemon.notify.model import Notifier
+from daemon.notify.slack import SlackNotifier
+
+
+def build_notifiers(
+    configs: Sequence[ReceiverConfig], env: Mapping[str, str] = os.environ, stream: TextIO | None = None
+) -> dict[str, Notifier]:
+    """One notifier per receiver, by name; raises ValueError naming a receiver whose secret is missing."""
+    notifiers: dict[str, Notifier] = {}
+    for config in configs:
+        notifiers[config.name] = build_notifier(config, env, stream)
+    return notifiers
+
+
+def build_notifier(
+    config: ReceiverConfig, env: Mapping[str, str] = os.environ, stream: TextIO | None = None
+) -> Notifier:
+    """The notifier for one receiver config."""
+    if isinstance(config, ConsoleReceiver):
+        return ConsoleNotifier(config.name, stream)
+    if isinstance(config, SlackReceiver):
+        return SlackNotifier(
+            config.name, config.resolve_token(env), config.channel, base_url=config.base_url,
+            max_alerts=config.max_alerts, timeout=config.timeout,
+        )
+    if isinstance(config, EmailReceiver):
+        return EmailNotifier(
+            config.name, config.host, config.port, config.from_addr, config.to, security=config.security,
+            username=config.username, password=config.resolve_password(env), timeout=config.timeout,
+            cert_bundle=config.ca_file,
+        )
+    raise TypeError(f"unknown receiver config {type(config).__name__}")

@@ -1,0 +1,198 @@
+"""The outbox: every notification is a SQLite row before it is sent; delivered at least once, in order.
+
+Rows of one (receiver, group key) go out strictly in the order they were queued: a later row waits
+until the earlier one is delivered, so a resolve never reaches anyone before its firing message.
+A failed send keeps the row, counts the attempt and backs off (5 s doubling, capped at 5 min).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from daemon.alerts.db import StateDB, from_db_time, to_db_time
+from daemon.notify.model import Notification, Notifier, ThreadRef
+
+log = logging.getLogger(__name__)
+
+BACKOFF_FIRST = timedelta(seconds=5)
+BACKOFF_MAX = timedelta(minutes=5)
+
+
+def backoff(attempts: int) -> timedelta:
+    """Wait before the next try after `attempts` failed ones: 5 s, 10 s, 20 s ... at most 5 min."""
+    return min(BACKOFF_FIRST * 2 ** max(attempts - 1, 0), BACKOFF_MAX)
+
+
+@dataclass(frozen=True)
+class OutboxRow:
+    """One queued notification, as stored."""
+
+    id: int
+    receiver: str
+    group_key: str
+    status: str
+    idempotency_key: str
+    notification: Notification
+    created_at: datetime
+    next_attempt_at: datetime
+    attempts: int
+    last_error: str | None
+    delivered_at: datetime | None
+
+
+@dataclass
+class DeliveryReport:
+    """What one deliver_due call did."""
+
+    delivered: int = 0
+    failed: int = 0
+    waiting: int = 0  # undelivered rows not yet due: backing off, or queued behind an earlier row
+    errors: list[str] = field(default_factory=list)
+
+    def __str__(self) -> str:
+        text = f"{self.delivered} delivered, {self.failed} failed, {self.waiting} waiting"
+        return text + "".join(f"\n  {e}" for e in self.errors)
+
+
+class Outbox:
+    """Queue of notifications per (receiver, group key), persisted in the state DB."""
+
+    def __init__(self, db: StateDB, send_timeout: float = 120.0) -> None:
+        self.db = db
+        # Bounds one send, including slack-sdk's Retry-After waits, so one dead receiver cannot
+        # stall delivery to the others past the daemon's next cycle.
+        self.send_timeout = send_timeout
+        # The evaluate job and the dispatch job may both flush; one flush at a time, or a row
+        # could be sent twice.
+        self._flush = asyncio.Lock()
+
+    def enqueue(self, receiver: str, notification: Notification, now: datetime) -> str:
+        """Store a notification for a receiver, due now; return its idempotency key."""
+        key = uuid.uuid4().hex
+        stored = notification.model_copy(update={"idempotency_key": key})
+        with self.db.transaction() as conn:
+            conn.execute(
+                "INSERT INTO outbox (receiver, group_key, status, idempotency_key, payload, created_at, "
+                "next_attempt_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (receiver, notification.group_key, notification.status, key, stored.model_dump_json(),
+                 to_db_time(now), to_db_time(now)),
+            )
+        return key
+
+    def group_open(self, receiver: str, group_key: str) -> bool:
+        """Whether the group's latest queued notification for this receiver was a firing one."""
+        rows = self.db.query(
+            "SELECT status FROM outbox WHERE receiver = ? AND group_key = ? ORDER BY id DESC LIMIT 1",
+            (receiver, group_key),
+        )
+        return bool(rows) and rows[0]["status"] == "firing"
+
+    def thread(self, receiver: str, group_key: str) -> ThreadRef | None:
+        """The group's first message at this receiver, while the group is open."""
+        rows = self.db.query(
+            "SELECT thread_ref FROM notification_threads WHERE receiver = ? AND group_key = ?",
+            (receiver, group_key),
+        )
+        return ThreadRef.model_validate_json(rows[0]["thread_ref"]) if rows else None
+
+    def rows(self, undelivered_only: bool = False) -> list[OutboxRow]:
+        """Stored rows in queue order (for the status page, metrics and tests)."""
+        where = "WHERE delivered_at IS NULL" if undelivered_only else ""
+        return [_row(r) for r in self.db.query(f"SELECT * FROM outbox {where} ORDER BY id")]
+
+    def depth(self) -> int:
+        """Number of notifications not delivered yet."""
+        return int(self.db.query("SELECT count(*) FROM outbox WHERE delivered_at IS NULL")[0][0])
+
+    def prune(self, delivered_before: datetime) -> int:
+        """Forget delivered rows older than a cutoff; return how many."""
+        with self.db.transaction() as conn:
+            cur = conn.execute(
+                "DELETE FROM outbox WHERE delivered_at IS NOT NULL AND delivered_at < ?",
+                (to_db_time(delivered_before),),
+            )
+            return cur.rowcount
+
+    async def deliver_due(self, notifiers: Mapping[str, Notifier], now: datetime) -> DeliveryReport:
+        """Send every due row, in order per (receiver, group key); receivers are served concurrently."""
+        async with self._flush:
+            report = DeliveryReport()
+            queues: dict[str, dict[str, list[OutboxRow]]] = {}
+            for row in self.rows(undelivered_only=True):
+                queues.setdefault(row.receiver, {}).setdefault(row.group_key, []).append(row)
+            await asyncio.gather(*(
+                self._deliver_receiver(notifiers.get(receiver), groups, now, report)
+                for receiver, groups in queues.items()
+            ))
+            return report
+
+    async def _deliver_receiver(
+        self, notifier: Notifier | None, groups: dict[str, list[OutboxRow]], now: datetime, report: DeliveryReport
+    ) -> None:
+        for queue in groups.values():
+            for position, row in enumerate(queue):
+                if row.next_attempt_at > now:
+                    report.waiting += len(queue) - position
+                    break
+                if not await self._deliver_row(notifier, row, now, report):
+                    report.waiting += len(queue) - position - 1
+                    break
+
+    async def _deliver_row(
+        self, notifier: Notifier | None, row: OutboxRow, now: datetime, report: DeliveryReport
+    ) -> bool:
+        thread = self.thread(row.receiver, row.group_key)
+        try:
+            if notifier is None:
+                raise LookupError("no receiver of that name in the config (kept until it returns)")
+            ref = await asyncio.wait_for(notifier.send(row.notification, thread), self.send_timeout)
+        except Exception as exc:  # any failure of any receiver: keep the row, retry later
+            attempts = row.attempts + 1
+            retry_at = now + backoff(attempts)
+            detail = str(exc) or (f"no answer within {self.send_timeout:g}s" if isinstance(exc, TimeoutError) else "")
+            error = (
+                f"receiver {row.receiver!r}, group {row.group_key}: attempt {attempts} failed: "
+                f"{type(exc).__name__}: {detail}; next attempt at {retry_at.isoformat()}"
+            )
+            with self.db.transaction() as conn:
+                conn.execute(
+                    "UPDATE outbox SET attempts = ?, next_attempt_at = ?, last_error = ? WHERE id = ?",
+                    (attempts, to_db_time(retry_at), error, row.id),
+                )
+            log.warning("notification %s not delivered: %s", row.idempotency_key, error)
+            report.failed += 1
+            report.errors.append(error)
+            return False
+        with self.db.transaction() as conn:
+            conn.execute(
+                "UPDATE outbox SET attempts = attempts + 1, delivered_at = ? WHERE id = ?",
+                (to_db_time(now), row.id),
+            )
+            if row.status == "resolved":
+                # The group is closed: if it fires again, that is a new incident and a new message.
+                conn.execute(
+                    "DELETE FROM notification_threads WHERE receiver = ? AND group_key = ?",
+                    (row.receiver, row.group_key),
+                )
+            elif ref is not None and ref != thread:
+                conn.execute(
+                    "INSERT OR REPLACE INTO notification_threads (receiver, group_key, thread_ref, created_at) "
+                    "VALUES (?, ?, ?, ?)",
+                    (row.receiver, row.group_key, ref.model_dump_json(), to_db_time(now)),
+                )
+        report.delivered += 1
+        return True
+
+
+def _row(r) -> OutboxRow:
+    return OutboxRow(
+        id=r["id"], receiver=r["receiver"], group_key=r["group_key"], status=r["status"],
+        idempotency_key=r["idempotency_key"], notification=Notification.model_validate_json(r["payload"]),
+        created_at=from_db_time(r["created_at"]), next_attempt_at=from_db_time(r["next_attempt_at"]),
+        attempts=r["attempts"], last_error=r["last_error"], delivered_at=from_db_time(r["delivered_at"]),
+    )

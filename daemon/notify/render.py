@@ -1,0 +1,203 @@
+"""Notifications as words: plain text (console, email), HTML (email) and Slack Block Kit."""
+
+from __future__ import annotations
+
+import html
+from datetime import datetime
+from typing import Any
+
+from daemon.notify.model import AlertSnapshot, Change, Notification
+
+# Shown first, in this order, because they say *where*; any other label follows.
+WHERE_LABELS = ("cluster", "broker", "group", "topic", "queue_id", "client_id")
+COLOURS = {"critical": "#d1242f", "warning": "#e09b00", "resolved": "#2da44e", None: "#6e7781"}
+EMOJI = {"critical": ":red_circle:", "warning": ":large_orange_circle:", "resolved": ":white_check_mark:"}
+SLACK_MAX_ALERTS = 10
+_SLACK_SECTION_MAX = 3000  # Slack rejects section text longer than this
+_SLACK_HEADER_MAX = 150
+
+
+def subject(n: Notification) -> str:
+    """`[FIRING:1] ProcessQueueSpanTooLong stuckGroup (prod)`: status, rule, group values, (cluster)."""
+    status = f"FIRING:{len(n.firing)}" if n.status == "firing" else "RESOLVED"
+    values = [v for k, v in n.group_labels.items() if k not in ("alertname", "cluster") and v]
+    cluster = n.group_labels.get("cluster") or _common(n, "cluster")
+    text = " ".join([f"[{status}]", n.rule, *values])
+    return f"{text} ({cluster})" if cluster else text
+
+
+def when(dt: datetime | None) -> str:
+    """A timestamp as operators read it in a message: `2026-03-01 12:00:05 UTC`."""
+    return dt.strftime("%Y-%m-%d %H:%M:%S UTC") if dt else "-"
+
+
+def where(alert: AlertSnapshot) -> list[tuple[str, str]]:
+    """The alert's labels, location labels first."""
+    first = [(k, alert.labels[k]) for k in WHERE_LABELS if alert.labels.get(k)]
+    rest = sorted((k, v) for k, v in alert.labels.items() if k not in WHERE_LABELS)
+    return first + rest
+
+
+def change_line(n: Notification, change: Change) -> str:
+    """One sentence saying what a change was, e.g. `escalated warning → critical: <summary>`."""
+    alert = n.alert(change.fingerprint)
+    summary = _summary(alert) if alert else change.fingerprint
+    if change.kind == "firing":
+        return f"new alert ({change.severity or 'no severity'}): {summary}"
+    if change.kind == "resolved":
+        return f"resolved{f' ({change.reason})' if change.reason else ''}: {summary}"
+    verb = change.reason or "severity changed"
+    return f"{verb} {change.previous_severity} → {change.severity}: {summary}"
+
+
+# ---- plain text ----------------------------------------------------------------------------------
+
+
+def text(n: Notification) -> str:
+    """The whole notification as plain text (console and the email text part)."""
+    lines = [subject(n), ""]
+    if n.is_update and n.changes:
+        lines += ["What changed:", *(f"  - {change_line(n, c)}" for c in n.changes), ""]
+    for alert in n.alerts:
+        lines += _alert_text(alert) + [""]
+    lines.append("Group: " + ", ".join(f"{k}={v}" for k, v in n.group_labels.items()))
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _alert_text(a: AlertSnapshot) -> list[str]:
+    head = f"[{a.state.upper()}] {(a.severity or '').upper()} {a.rule}".replace("  ", " ")
+    lines = [head, f"  {_summary(a)}"]
+    lines.append("  " + " ".join(f"{k}={v}" for k, v in where(a)))
+    lines.append(f"  {_timeline(a)}")
+    if a.no_data:
+        lines.append("  (no fresh data for this series: held as it was, not resolved)")
+    for title, key in (("Diagnosis", "diagnosis"), ("Next steps", "next_steps")):
+        if a.annotations.get(key):
+            lines.append(f"  {title}: {a.annotations[key]}")
+    return lines
+
+
+# ---- HTML ----------------------------------------------------------------------------------------
+
+
+def html_body(n: Notification) -> str:
+    """The notification as a small, self-contained HTML document (every value escaped)."""
+    e = html.escape
+    colour = COLOURS["resolved"] if n.status == "resolved" else COLOURS.get(n.severity, COLOURS[None])
+    parts = [
+        "<!DOCTYPE html><html><body style=\"font-family:sans-serif\">",
+        f"<h2 style=\"color:{colour}\">{e(subject(n))}</h2>",
+    ]
+    if n.is_update and n.changes:
+        items = "".join(f"<li>{e(change_line(n, c))}</li>" for c in n.changes)
+        parts.append(f"<p><b>What changed</b></p><ul>{items}</ul>")
+    for a in n.alerts:
+        c = COLOURS["resolved"] if a.state == "resolved" else COLOURS.get(a.severity, COLOURS[None])
+        parts.append(f"<div style=\"border-left:4px solid {c};padding-left:8px;margin:12px 0\">")
+        parts.append(f"<p><b>{e(a.state.upper())} {e((a.severity or '').upper())}</b> {e(a.rule)}</p>")
+        parts.append(f"<p>{e(_summary(a))}</p>")
+        rows = "".join(f"<tr><td><code>{e(k)}</code></td><td>{e(v)}</td></tr>" for k, v in where(a))
+        parts.append(f"<table>{rows}</table><p><small>{e(_timeline(a))}</small></p>")
+        for title, key in (("Diagnosis", "diagnosis"), ("Next steps", "next_steps")):
+            if a.annotations.get(key):
+                parts.append(f"<p><b>{title}:</b> {e(a.annotations[key])}</p>")
+        parts.append("</div>")
+    group = ", ".join(f"{k}={v}" for k, v in n.group_labels.items())
+    parts.append(f"<p><small>Group: {e(group)}</small></p></body></html>")
+    return "\n".join(parts)
+
+
+# ---- Slack ---------------------------------------------------------------------------------------
+
+
+def slack_message(n: Notification, max_alerts: int = SLACK_MAX_ALERTS) -> dict[str, Any]:
+    """Keyword arguments for chat.postMessage / chat.update: fallback text, header blocks, coloured body."""
+    state = "resolved" if n.status == "resolved" else n.severity
+    emoji = EMOJI.get(state or "", ":grey_question:")
+    status = "RESOLVED" if n.status == "resolved" else f"FIRING ({len(n.firing)})"
+    header = _cut(f"{status} · {n.rule}", _SLACK_HEADER_MAX)
+    group = " · ".join(f"{k} `{_esc(v)}`" for k, v in n.group_labels.items() if k != "alertname")
+    blocks: list[dict[str, Any]] = [
+        {"type": "header", "text": {"type": "plain_text", "text": f"{emoji} {header}", "emoji": True}},
+        {"type": "context", "elements": [{"type": "mrkdwn", "text": group or "all alerts"}]},
+    ]
+    body: list[dict[str, Any]] = []
+    shown = n.alerts[:max_alerts]
+    for a in shown:
+        body.append({"type": "section", "text": {"type": "mrkdwn", "text": _slack_alert(a)}})
+        labels = " · ".join(f"{k} `{_esc(v)}`" for k, v in where(a))
+        body.append({"type": "context", "elements": [{"type": "mrkdwn", "text": _cut(labels, 3000)}]})
+    if len(n.alerts) > len(shown):
+        more = len(n.alerts) - len(shown)
+        body.append({"type": "context", "elements": [{"type": "mrkdwn", "text": f"_and {more} more_"}]})
+    colour = COLOURS["resolved"] if n.status == "resolved" else COLOURS.get(n.severity, COLOURS[None])
+    return {
+        "text": subject(n),
+        "blocks": blocks,
+        "attachments": [{"color": colour, "fallback": subject(n), "blocks": body}],
+    }
+
+
+def slack_thread_reply(n: Notification) -> str:
+    """The thread reply for a change to a group that already has a message."""
+    lines = []
+    for c in n.changes:
+        mark = {"firing": EMOJI.get(c.severity or "", ":bell:"), "resolved": EMOJI["resolved"]}.get(
+            c.kind, ":arrow_up:" if c.reason == "escalated" else ":arrow_down:"
+        )
+        lines.append(f"{mark} {_esc(change_line(n, c))}")
+    if n.status == "resolved":
+        last = max((a.resolved_at for a in n.alerts if a.resolved_at), default=n.created_at)
+        lines.append(f"{EMOJI['resolved']} All alerts of this group resolved at {when(last)}.")
+    return _cut("\n".join(lines) or "Updated.", _SLACK_SECTION_MAX)
+
+
+def _slack_alert(a: AlertSnapshot) -> str:
+    mark = EMOJI["resolved"] if a.state == "resolved" else EMOJI.get(a.severity or "", ":grey_question:")
+    lines = [f"{mark} *{_esc(_summary(a))}*", f"_{_esc(_timeline(a))}_"]
+    for title, key in (("Diagnosis", "diagnosis"), ("Next steps", "next_steps")):
+        if a.annotations.get(key):
+            lines.append(f"*{title}:* {_esc(a.annotations[key])}")
+    return _cut("\n".join(lines), _SLACK_SECTION_MAX)
+
+
+# ---- shared --------------------------------------------------------------------------------------
+
+
+def _summary(a: AlertSnapshot) -> str:
+    if a.annotations.get("summary"):
+        return a.annotations["summary"]
+    labels = ", ".join(f"{k}={v}" for k, v in where(a))
+    return f"{a.rule} ({labels}) value {_num(a.value)}, threshold {_num(a.threshold)}"
+
+
+def _timeline(a: AlertSnapshot) -> str:
+    parts = [f"value {_num(a.value)}"]
+    if a.threshold is not None:
+        parts.append(f"threshold {_num(a.threshold)}")
+    parts.append(f"active since {when(a.active_at)}")
+    if a.fired_at:
+        parts.append(f"firing since {when(a.fired_at)}")
+    if a.resolved_at:
+        parts.append(f"resolved at {when(a.resolved_at)}")
+    return " · ".join(parts)
+
+
+def _num(v: float | None) -> str:
+    if v is None:
+        return "-"
+    return str(int(v)) if float(v).is_integer() else f"{v:.3g}"
+
+
+def _common(n: Notification, label: str) -> str | None:
+    values = {a.labels.get(label) for a in n.alerts}
+    return values.pop() if len(values) == 1 else None
+
+
+def _esc(s: str) -> str:
+    # Slack mrkdwn treats &, < and > as control characters (links, mentions); everything else is literal.
+    return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _cut(s: str, limit: int) -> str:
+    return s if len(s) <= limit else s[: limit - 1] + "…"

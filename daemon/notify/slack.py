@@ -1,0 +1,78 @@
+"""Slack through the Web API with a bot token: one message per alert group, changes in its thread."""
+
+from __future__ import annotations
+
+import logging
+
+from slack_sdk.errors import SlackApiError
+from slack_sdk.http_retry.builtin_async_handlers import (
+    AsyncConnectionErrorRetryHandler,
+    AsyncRateLimitErrorRetryHandler,
+)
+from slack_sdk.web.async_client import AsyncWebClient
+
+from daemon.notify import render
+from daemon.notify.model import Notification, ThreadRef
+
+log = logging.getLogger(__name__)
+
+# chat.update answers these when the group's original message is gone (deleted, too old to edit):
+# the group then starts a new message rather than failing forever in the outbox.
+_LOST_MESSAGE = {"message_not_found", "cant_update_message", "edit_window_closed"}
+
+
+class SlackNotifier:
+    """Posts a group's first notification, then updates that message and replies in its thread."""
+
+    def __init__(
+        self,
+        name: str,
+        token: str,
+        channel: str,
+        base_url: str | None = None,
+        max_alerts: int = render.SLACK_MAX_ALERTS,
+        timeout: float = 10.0,
+        rate_limit_retries: int = 3,
+    ) -> None:
+        self.name = name
+        self.channel = channel
+        self.max_alerts = max_alerts
+        # Retries live in slack-sdk: 429 waits for Retry-After, a dropped connection is retried.
+        # Anything else fails the send and the outbox retries later with its own backoff.
+        handlers = [
+            AsyncConnectionErrorRetryHandler(max_retry_count=2),
+            AsyncRateLimitErrorRetryHandler(max_retry_count=rate_limit_retries),
+        ]
+        kwargs = {"base_url": base_url} if base_url else {}
+        # slack-sdk annotates timeout as int but hands it to aiohttp.ClientTimeout, which takes seconds as float.
+        self.client = AsyncWebClient(token=token, timeout=timeout, retry_handlers=handlers, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"SlackNotifier(name={self.name!r}, channel={self.channel!r})"  # never the token
+
+    async def send(self, notification: Notification, thread: ThreadRef | None) -> ThreadRef | None:
+        """New group: post a message. Known group: update the message and reply in its thread."""
+        message = render.slack_message(notification, self.max_alerts)
+        metadata = {
+            "event_type": "rocketwatch_notification",
+            # The outbox's idempotency key travels with the message, so a duplicate after a crash
+            # between "posted" and "recorded" can be recognised in the channel's history.
+            "event_payload": {"idempotency_key": notification.idempotency_key, "group": notification.group_key},
+        }
+        if thread is not None:
+            try:
+                await self.client.chat_update(channel=thread.channel or self.channel, ts=thread.id, **message)
+            except SlackApiError as exc:
+                if exc.response.get("error") not in _LOST_MESSAGE:
+                    raise
+                log.warning("slack %s: original message of %s is gone (%s); posting a new one",
+                            self.name, notification.group_key, exc.response.get("error"))
+                thread = None
+            else:
+                await self.client.chat_postMessage(
+                    channel=thread.channel or self.channel, thread_ts=thread.id,
+                    text=render.slack_thread_reply(notification), metadata=metadata,
+                )
+                return thread
+        response = await self.client.chat_postMessage(channel=self.channel, metadata=metadata, **message)
+        return ThreadRef(id=response["ts"], channel=response.get("channel") or self.channel)

@@ -1,0 +1,260 @@
+"""Serve a scenario's cluster on loopback: one namesrv and one TCP port per broker.
+
+Each connection may carry many requests at once; every request is answered as soon as it is
+handled (echoing its opaque, flag RESPONSE, the request's header serialization). A background
+task advances the model every ~100 ms of wall time, and each request advances it first, so an
+answer is never staler than the moment it was asked.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from daemon.collectors.remoting.frame import (
+    FLAG_RESPONSE,
+    FrameError,
+    RemotingCommand,
+    encode,
+    read_command,
+)
+from daemon.simulator.bodies import SERVER_VERSION
+from daemon.simulator.broker import Broker
+from daemon.simulator.dispatch import Reply, broker_reply, namesrv_reply
+from daemon.simulator.model import ClusterModel
+from daemon.simulator.scenario import Scenario, build_scenario
+
+T = TypeVar("T")
+TICK_S = 0.1
+
+
+class Simulator:
+    """A running simulated cluster; create it with `start_simulator`."""
+
+    def __init__(self, scenario: Scenario, host: str, server_version: int) -> None:
+        self.scenario = scenario
+        self.model: ClusterModel = scenario.model
+        self.host = host
+        self.server_version = server_version
+        self.namesrv_addr = ""
+        self.broker_addrs: dict[str, str] = {}
+        self._servers: dict[str, asyncio.Server] = {}
+        self._ports: dict[str, int] = {}
+        self._conns: set[asyncio.Task[None]] = set()
+        self._mono0 = time.monotonic()
+        self._model0 = self.model.now
+        self._ticker: asyncio.Task[None] | None = None
+
+    def model_time(self) -> float:
+        """Model time that corresponds to the present wall-clock moment."""
+        return self._model0 + (time.monotonic() - self._mono0)
+
+    def advance(self) -> None:
+        """Bring the scenario up to the present."""
+        self.scenario.tick(self.model_time())
+
+    async def _start(self, namesrv_port: int) -> None:
+        self._servers["namesrv"] = await self._listen("namesrv", namesrv_port)
+        self.namesrv_addr = f"{self.host}:{self._ports['namesrv']}"
+        for name, broker in self.model.brokers.items():
+            self._servers[name] = await self._listen(name, 0)
+            broker.addr = f"{self.host}:{self._ports[name]}"
+            self.broker_addrs[name] = broker.addr
+        self._ticker = asyncio.create_task(self._tick_forever())
+
+    async def _listen(self, name: str, port: int) -> asyncio.Server:
+        def handler(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
+            task = asyncio.create_task(self._serve(name, r, w))
+            self._conns.add(task)
+            task.add_done_callback(self._conns.discard)
+
+        server = await asyncio.start_server(handler, self.host, port)
+        self._ports[name] = server.sockets[0].getsockname()[1]
+        return server
+
+    async def _tick_forever(self) -> None:
+        while True:
+            self.advance()
+            await asyncio.sleep(TICK_S)
+
+    async def _serve(self, name: str, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        pending: set[asyncio.Task[None]] = set()
+        try:
+            while True:
+                cmd = await read_command(reader)
+                if cmd.flag & FLAG_RESPONSE:
+                    continue  # we never send requests, so a response is unmatched: dropped
+                task = asyncio.create_task(self._answer(name, cmd, writer))
+                pending.add(task)
+                task.add_done_callback(pending.discard)
+        except (asyncio.IncompleteReadError, ConnectionError, FrameError):
+            pass  # peer closed, or bad bytes: the Java server closes the channel too
+        finally:
+            for task in pending:
+                task.cancel()
+            writer.close()
+            with contextlib.suppress(Exception):
+                await writer.wait_closed()
+
+    async def _answer(self, name: str, cmd: RemotingCommand, writer: asyncio.StreamWriter) -> None:
+        broker = self.model.brokers.get(name)
+        if broker is not None and broker.fault.delay_s > 0:
+            await asyncio.sleep(broker.fault.delay_s)
+        self.advance()
+        reply = self.reply(name, broker, cmd)
+        if cmd.is_oneway or writer.is_closing():
+            return
+        response = RemotingCommand(
+            code=reply.code,
+            opaque=cmd.opaque,
+            flag=FLAG_RESPONSE,
+            language="JAVA",
+            version=self.server_version,
+            remark=reply.remark,
+            ext_fields=reply.ext,
+            body=reply.body,
+            serialize_type=cmd.serialize_type,  # a 4.9.7 server answers in the request's form
+        )
+        writer.write(encode(response))
+        with contextlib.suppress(ConnectionError):
+            await writer.drain()
+
+    def reply(self, name: str, broker: Broker | None, cmd: RemotingCommand) -> Reply:
+        """The reply of the namesrv or of broker `name` to `cmd` (no I/O)."""
+        if broker is None:
+            return namesrv_reply(self.model, cmd)
+        return broker_reply(self.model, broker, cmd, self.namesrv_addr)
+
+    async def trigger(self, action: str) -> None:
+        """Run a scenario action now (after bringing the model up to the present)."""
+        self.advance()
+        self.scenario.trigger(action)
+
+    async def set_fault(self, broker: str, delay_s: float | None = None, refuse: bool | None = None) -> None:
+        """Make a broker answer `delay_s` late, or refuse connections (True) / listen again (False)."""
+        fault = self.model.brokers[broker].fault
+        if delay_s is not None:
+            fault.delay_s = delay_s
+        if refuse is not None and refuse != fault.refuse:
+            fault.refuse = refuse
+            if refuse:
+                server = self._servers.pop(broker)
+                server.close()
+                await server.wait_closed()
+            else:
+                self._servers[broker] = await self._listen(broker, self._ports[broker])
+
+    async def stop(self) -> None:
+        """Close every port and stop advancing the model."""
+        if self._ticker is not None:
+            self._ticker.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._ticker
+        for server in self._servers.values():
+            server.close()
+        for task in list(self._conns):
+            task.cancel()
+        for server in self._servers.values():
+            with contextlib.suppress(Exception):
+                await server.wait_closed()
+        self._servers.clear()
+
+
+async def start_simulator(
+    scenario: str | Scenario,
+    host: str = "127.0.0.1",
+    namesrv_port: int = 0,
+    time_scale: float = 1.0,
+    server_version: int = SERVER_VERSION,
+    **scenario_options: Any,
+) -> Simulator:
+    """Build (or take) a scenario and serve it; returns once every port is listening."""
+    if isinstance(scenario, str):
+        sc = build_scenario(
+            scenario, time_scale=time_scale, start_epoch_ms=int(time.time() * 1000), **scenario_options
+        )
+    else:
+        sc = scenario
+        if sc.model.now == sc.model.start:
+            # An untouched model starts "now", so its timestamps look like a live cluster's.
+            sc.model.start_epoch_ms = int(time.time() * 1000)
+    sim = Simulator(sc, host, server_version)
+    await sim._start(namesrv_port)
+    return sim
+
+
+class SimulatorThread:
+    """A simulator on its own event loop in a background thread (for tests that run the daemon
+    in a subprocess). Use as a context manager; every method is thread-safe."""
+
+    def __init__(self, scenario: str | Scenario, **options: Any) -> None:
+        self._scenario = scenario
+        self._options = options
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(
+            target=self._loop.run_forever, name="rocketwatch-simulator", daemon=True
+        )
+        self.sim: Simulator | None = None
+
+    def __enter__(self) -> SimulatorThread:
+        self._thread.start()
+        self.sim = self._run(start_simulator(self._scenario, **self._options))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _run(self, coro: Any, timeout: float = 30.0) -> Any:
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout)
+
+    def _sim(self) -> Simulator:
+        if self.sim is None:
+            raise RuntimeError("SimulatorThread is not running; use it as a context manager")
+        return self.sim
+
+    @property
+    def namesrv_addr(self) -> str:
+        """`host:port` of the namesrv."""
+        return self._sim().namesrv_addr
+
+    @property
+    def broker_addrs(self) -> dict[str, str]:
+        """Broker name → `host:port`."""
+        return dict(self._sim().broker_addrs)
+
+    @property
+    def model(self) -> ClusterModel:
+        """The model (read it through `inspect` while the simulator runs)."""
+        return self._sim().model
+
+    def trigger(self, action: str) -> None:
+        """Run a scenario action on the simulator's loop and wait for it."""
+        self._run(self._sim().trigger(action))
+
+    def set_fault(self, broker: str, delay_s: float | None = None, refuse: bool | None = None) -> None:
+        """Thread-safe `Simulator.set_fault`."""
+        self._run(self._sim().set_fault(broker, delay_s, refuse))
+
+    def inspect(self, fn: Callable[[ClusterModel], T]) -> T:
+        """Call `fn(model)` on the simulator's loop (no race with ticks) and return its result."""
+
+        async def call() -> T:
+            self._sim().advance()
+            return fn(self._sim().model)
+
+        return self._run(call())  # type: ignore[no-any-return]
+
+    def close(self) -> None:
+        """Stop serving and end the thread."""
+        if self.sim is not None:
+            self._run(self.sim.stop())
+            self.sim = None
+        if self._thread.is_alive():
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(10)
+        if not self._loop.is_closed() and not self._thread.is_alive():
+            self._loop.close()

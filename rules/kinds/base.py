@@ -1,0 +1,152 @@
+"""Fields every rule kind shares: identity, table, grouping, timing, labels and the runbook text."""
+
+from __future__ import annotations
+
+import re
+import string
+from datetime import timedelta
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from rules.durations import Duration
+from rules.expressions import Expression, validate
+from rules.findings import RuleTiming
+from rules.tables import TABLES, Table
+
+Reduce = Literal["max", "min", "sum", "avg", "count", "count_distinct"]
+
+# Names a template may use besides the `by` and table columns: filled in by the evaluation.
+TEMPLATE_VALUES = ("value", "threshold", "severity")
+TEMPLATE_FIELDS = ("summary", "diagnosis", "next_steps")
+_ALERT_NAME = re.compile(r"^[A-Z][A-Za-z0-9]*$")
+_LABEL_NAME = re.compile(r"^[a-z_][a-z0-9_]*$")
+
+# A problem found after the fields parsed: (path of the field inside the rule, message).
+Problem = tuple[tuple[str | int, ...], str]
+
+
+def template_names(template: str) -> list[str]:
+    """The `{name}` placeholders of a template, in order; ValueError on malformed braces."""
+    return [name for _, name, _, _ in string.Formatter().parse(template) if name is not None]
+
+
+class RuleBase(BaseModel):
+    """What every rule has, whatever its kind."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    alert: str = Field(description="rule name, CamelCase; the `alertname` of its alerts")
+    table: str = Field(description="sample table (or view) the rule reads")
+    by: tuple[str, ...] | None = Field(None, description="label columns of one alert; default: the table's key")
+    reduce: Reduce = Field("max", description="how values combine when `by` is coarser than the table key")
+    for_: Duration = Field(timedelta(0), alias="for", description="how long the condition must hold to fire")
+    keep_firing_for: Duration = Field(timedelta(0), description="how long to keep firing after it clears")
+    stale_after: Duration | None = Field(None, description="newest sample older than this is no_data")
+    labels: dict[str, str] = Field(default_factory=dict, description="static labels added to every alert")
+    exclude: dict[str, str] = Field(
+        default_factory=dict, description="column -> regex (full match); matching series are ignored"
+    )
+    summary: str = Field(description="one line: what is wrong and where, with {column} placeholders")
+    diagnosis: str = Field(description="why it probably is: the mechanism, in the operator's words")
+    next_steps: str = Field(description="what to do now, concretely")
+
+    @field_validator("alert")
+    @classmethod
+    def _camel_case(cls, value: str) -> str:
+        if not _ALERT_NAME.match(value):
+            raise ValueError(f"alert name must be CamelCase letters and digits, like ProcessQueueSpanTooLong; got {value!r}")
+        return value
+
+    @field_validator("table")
+    @classmethod
+    def _known_table(cls, value: str) -> str:
+        if value not in TABLES:
+            raise ValueError(f"unknown table {value!r}; known tables: {', '.join(sorted(TABLES))}")
+        return value
+
+    @field_validator("labels")
+    @classmethod
+    def _label_names(cls, value: dict[str, str]) -> dict[str, str]:
+        bad = [k for k in value if not _LABEL_NAME.match(k)]
+        if bad:
+            raise ValueError(f"label names must be lower_snake_case: {', '.join(bad)}")
+        return value
+
+    @property
+    def table_def(self) -> Table:
+        """The table this rule reads."""
+        return TABLES[self.table]
+
+    @property
+    def group_by(self) -> tuple[str, ...]:
+        """The columns that make one alert instance: `by`, or the table's key."""
+        return self.by if self.by is not None else self.table_def.key
+
+    @property
+    def reduces(self) -> bool:
+        """True when `by` is coarser than the table key, so several series feed one alert."""
+        return not set(self.table_def.key) <= set(self.group_by)
+
+    @property
+    def timing(self) -> RuleTiming:
+        """Hold times for the tracker."""
+        return RuleTiming(name=self.alert, for_=self.for_, keep_firing_for=self.keep_firing_for)
+
+    def expressions(self) -> dict[tuple[str | int, ...], Expression]:
+        """Every expression of the rule by its field path; kinds extend this."""
+        return {}
+
+    def template_inputs(self) -> tuple[str, ...]:
+        """Table columns the templates name (value/threshold/severity excluded), `by` columns first."""
+        names: list[str] = list(self.group_by)
+        for field in TEMPLATE_FIELDS:
+            for name in template_names(getattr(self, field)):
+                if name not in names and name not in TEMPLATE_VALUES and self.table_def.column(name):
+                    names.append(name)
+        return tuple(names)
+
+    def check(self) -> list[Problem]:
+        """Problems that need the table catalog: unknown columns in expressions, by, exclude, templates."""
+        table = self.table_def
+        problems: list[Problem] = []
+        for path, expr in self.expressions().items():
+            problems.extend((path, msg) for msg in validate(expr.tree, table))
+        for i, name in enumerate(self.by or ()):
+            if table.column(name) is None:
+                problems.append((("by", i), f"unknown column {name!r}; columns of {table.name}: {', '.join(table.column_names)}"))
+        for name in self.labels:
+            if name in self.group_by:
+                problems.append((("labels", name), f"label {name!r} would overwrite the `by` column of the same name"))
+        for name, pattern in self.exclude.items():
+            if table.column(name) is None:
+                problems.append((("exclude", name), f"unknown column {name!r} in table {table.name}"))
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                problems.append((("exclude", name), f"invalid regex {pattern!r}: {exc}"))
+        allowed = set(self.group_by) | set(table.column_names) | set(TEMPLATE_VALUES)
+        for field in TEMPLATE_FIELDS:
+            problems.extend(((field,), msg) for msg in _template_problems(getattr(self, field), allowed))
+        return problems
+
+
+def _template_problems(template: str, allowed: set[str]) -> list[str]:
+    try:
+        parsed = list(string.Formatter().parse(template))
+    except ValueError as exc:
+        return [f"malformed template ({exc}); write a literal brace as {{{{ or }}}}"]
+    problems = []
+    for _, name, _, conversion in parsed:
+        if name is None:
+            continue
+        if not name.isidentifier():
+            # `{value.__class__}` or `{x[0]}` would reach into Python objects: plain names only.
+            problems.append(f"placeholder {{{name}}} must be a plain column name")
+        elif name not in allowed:
+            problems.append(
+                f"unknown placeholder {{{name}}}; allowed: value, threshold, severity and the table's columns"
+            )
+        elif conversion:
+            problems.append(f"placeholder {{{name}!{conversion}}} may not use a conversion")
+    return problems

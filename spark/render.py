@@ -1,0 +1,73 @@
+"""Turn the rows an evaluation collected into Findings with rendered annotations (plain Python)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from rules.findings import Finding
+from rules.kinds.base import TEMPLATE_FIELDS, RuleBase
+from rules.tables import FLOAT64
+
+
+def format_number(value: float | int | None) -> str:
+    """A number as an operator reads it: 3626 not 3626.0, 0.123, 12.3, 1235 (no exponent)."""
+    if value is None:
+        return "n/a"
+    number = float(value)
+    if math.isnan(number) or math.isinf(number):
+        return str(number)
+    if number.is_integer():
+        return str(int(number))
+    # Three significant digits, but never drop integer digits: 1234.5 -> 1235, not 1.23e+03.
+    if abs(number) >= 100:
+        return str(round(number))
+    return f"{number:.3g}"
+
+
+class _Inputs(dict[str, str]):
+    """Template values; a name the row did not carry renders as `{name}` instead of failing."""
+
+    def __missing__(self, key: str) -> str:
+        return "{" + key + "}"
+
+
+def _inputs(rule: RuleBase, row: Mapping[str, Any]) -> _Inputs:
+    values = _Inputs()
+    table = rule.table_def
+    for name, text in (row["inputs"] or {}).items():
+        column = table.column(name)
+        if text is None:
+            values[name] = "n/a"
+        elif column is not None and column.type == FLOAT64:
+            values[name] = format_number(float(text))
+        else:
+            values[name] = text
+    values["value"] = format_number(row["value"])
+    values["threshold"] = format_number(row["threshold"])
+    values["severity"] = row["severity"] or "no data"
+    return values
+
+
+def render(template: str, values: Mapping[str, str]) -> str:
+    """`template` with its `{name}` placeholders filled; a broken template is returned as written."""
+    try:
+        return template.format_map(values)
+    except (ValueError, KeyError, IndexError, AttributeError):
+        return template
+
+
+def to_finding(rule: RuleBase, row: Mapping[str, Any]) -> Finding:
+    """One collected output row as a Finding of `rule`."""
+    values = _inputs(rule, row)
+    annotations = {field: render(getattr(rule, field), values) for field in TEMPLATE_FIELDS}
+    return Finding(
+        rule=rule.alert,
+        labels=dict(row["labels"] or {}),
+        severity=row["severity"],
+        value=row["value"],
+        threshold=row["threshold"],
+        annotations=annotations,
+        no_data=bool(row["no_data"]),
+    )

@@ -1,0 +1,59 @@
+"""One warm SparkSession per process, configured for small, frequent, rule-shaped jobs (DESIGN §10)."""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from collections.abc import Mapping
+
+from pyspark.sql import SparkSession
+
+# Measured on 2 cores: 200 shuffle partitions made small evaluations ~3.5x slower than 2 (DESIGN §10).
+# Adaptive execution on vs off: 0.55-0.71 s vs 0.61-0.71 s per evaluate (6,400-row window), i.e. noise;
+# off keeps plans predictable.
+DEFAULTS: dict[str, str] = {
+    "spark.sql.session.timeZone": "UTC",
+    "spark.sql.shuffle.partitions": "2",
+    "spark.sql.adaptive.enabled": "false",
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.driver.memory": "1g",
+    "spark.sql.execution.arrow.pyspark.enabled": "false",
+}
+
+_lock = threading.Lock()
+_session: SparkSession | None = None
+
+
+def get_session(master: str = "local[2]", conf: Mapping[str, str] | None = None) -> SparkSession:
+    """The process's SparkSession, created on first call with `master` and `conf` (later calls reuse it).
+
+    `master` may be `local[N]`, a cluster URL (`spark://…`, `yarn`, `k8s://…`) or a Spark Connect
+    address (`sc://host:15002`).
+    """
+    global _session
+    with _lock:
+        if _session is not None:
+            return _session
+        # Workers must run this interpreter (the venv's), not whatever `python3` is on PATH.
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+        builder = SparkSession.builder.appName("rocketwatch")
+        builder = builder.remote(master) if master.startswith("sc://") else builder.master(master)
+        for key, value in {**DEFAULTS, **(conf or {})}.items():
+            builder = builder.config(key, value)
+        session = builder.getOrCreate()
+        if not master.startswith("sc://"):
+            session.sparkContext.setLogLevel("WARN")
+        _session = session
+        return session
+
+
+def stop_session() -> None:
+    """Stop the process's session (on daemon shutdown); the next get_session starts a new one."""
+    global _session
+    with _lock:
+        if _session is not None:
+            _session.stop()
+            _session = None

@@ -1,0 +1,159 @@
+"""A local stand-in for the Slack Web API (chat.postMessage, chat.update) that records every call.
+
+    with SlackServer(token="xoxb-test") as slack:
+        AsyncWebClient(token="xoxb-test", base_url=slack.base_url)   # base_url ends in /api/
+        slack.rate_limit_next(1, retry_after=1)    # next call: 429 + Retry-After: 1
+        slack.fail_next(2, error="internal_error", status=500)
+        slack.calls_to("chat.postMessage")
+        slack.messages[ts]                         # current state of a top-level message
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qsl
+
+CHANNEL_ID = "C0ALERTS"
+
+
+@dataclass
+class Call:
+    """One request the server answered (rate-limited and failed ones included)."""
+
+    method: str
+    args: dict[str, Any]
+    authorization: str | None
+    status: int
+
+
+@dataclass
+class _Plan:
+    rate_limited: int = 0
+    retry_after: int = 1
+    failures: int = 0
+    fail_status: int = 200
+    fail_error: str = "internal_error"
+
+
+@dataclass
+class SlackServer:
+    """Threaded HTTP server answering Slack's chat API on 127.0.0.1."""
+
+    token: str | None = None
+    calls: list[Call] = field(default_factory=list)
+    messages: dict[str, dict[str, Any]] = field(default_factory=dict)
+    replies: list[dict[str, Any]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self._lock = threading.Lock()
+        self._plan = _Plan()
+        self._ts = 1_700_000_000
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def base_url(self) -> str:
+        """What to pass as slack-sdk's base_url."""
+        assert self._httpd is not None, "server not started"
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}/api/"
+
+    def rate_limit_next(self, count: int, retry_after: int = 1) -> None:
+        """Answer the next `count` calls with 429 and a Retry-After header."""
+        with self._lock:
+            self._plan.rate_limited, self._plan.retry_after = count, retry_after
+
+    def fail_next(self, count: int, error: str = "internal_error", status: int = 200) -> None:
+        """Answer the next `count` calls with `{"ok": false, "error": error}` (status 200 or e.g. 500)."""
+        with self._lock:
+            self._plan.failures, self._plan.fail_error, self._plan.fail_status = count, error, status
+
+    def calls_to(self, method: str, answered: bool = True) -> list[Call]:
+        """Calls of one API method; by default only those answered 200 ok."""
+        with self._lock:
+            return [c for c in self.calls if c.method == method and (c.status == 200 or not answered)]
+
+    def start(self) -> None:
+        """Serve on a free loopback port in a daemon thread."""
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
+        self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.05,), daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Shut the server down."""
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+            self._httpd = None
+
+    def __enter__(self) -> SlackServer:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # ---- request handling (server thread) -------------------------------------------------------
+
+    def _answer(self, method: str, args: dict[str, Any], auth: str | None) -> tuple[int, dict, dict]:
+        with self._lock:
+            plan = self._plan
+            if plan.rate_limited > 0:
+                plan.rate_limited -= 1
+                self.calls.append(Call(method, args, auth, 429))
+                return 429, {"Retry-After": str(plan.retry_after)}, {"ok": False, "error": "ratelimited"}
+            if plan.failures > 0:
+                plan.failures -= 1
+                self.calls.append(Call(method, args, auth, plan.fail_status))
+                return plan.fail_status, {}, {"ok": False, "error": plan.fail_error}
+            self.calls.append(Call(method, args, auth, 200))
+            if self.token is not None and auth != f"Bearer {self.token}":
+                return 200, {}, {"ok": False, "error": "invalid_auth"}
+            if method == "chat.postMessage":
+                self._ts += 1
+                ts = f"{self._ts}.000100"
+                message = {**args, "ts": ts}
+                if args.get("thread_ts"):
+                    self.replies.append(message)
+                else:
+                    self.messages[ts] = message
+                return 200, {}, {"ok": True, "channel": CHANNEL_ID, "ts": ts, "message": message}
+            if method == "chat.update":
+                ts = args.get("ts", "")
+                if ts not in self.messages:
+                    return 200, {}, {"ok": False, "error": "message_not_found"}
+                self.messages[ts] = {**self.messages[ts], **args}
+                return 200, {}, {"ok": True, "channel": CHANNEL_ID, "ts": ts, "text": args.get("text", "")}
+            return 200, {}, {"ok": False, "error": "unknown_method"}
+
+
+def _handler_for(server: SlackServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802 (http.server's hook name)
+            length = int(self.headers.get("Content-Length") or 0)
+            raw = self.rfile.read(length).decode()
+            if "json" in (self.headers.get("Content-Type") or ""):
+                args = json.loads(raw or "{}")
+            else:
+                args = dict(parse_qsl(raw))
+            for key in ("blocks", "attachments", "metadata"):  # form bodies carry these JSON-encoded
+                if isinstance(args.get(key), str):
+                    args[key] = json.loads(args[key])
+            method = self.path.split("/api/", 1)[-1].split("?")[0]
+            status, headers, body = server._answer(method, args, self.headers.get("Authorization"))
+            payload = json.dumps(body).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json; charset=utf-8")
+            self.send_header("Content-Length", str(len(payload)))
+            for name, value in headers.items():
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.write(payload)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass  # keep test output clean
+
+    return Handler
