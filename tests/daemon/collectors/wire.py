@@ -3,22 +3,17 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from daemon.collectors.remoting import frame
-
-WIRE = Path(os.environ.get("ROCKETWATCH_FIXTURES", "/work/shared/fixtures")) / "rocketmq-4.9.7" / "wire"
+from tests.fixtures_path import WIRE
 
 
 def wire_path(name: str) -> Path:
-    """Path of a capture file; skips the test when the fixtures are not on this machine."""
+    """Path of a capture file; the captures are required (../shared/fixtures beside the checkout)."""
     path = WIRE / name
-    if not path.exists():
-        pytest.skip(f"fixture {path} not available")
+    assert path.exists(), f"fixture {path} missing: set ROCKETWATCH_FIXTURES to the shared fixtures dir"
     return path
 
 

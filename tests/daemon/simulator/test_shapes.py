@@ -9,18 +9,14 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 from typing import Any
 
 import pytest
 
+from daemon.collectors.remoting import fastjson
 from daemon.simulator import SimulatorThread
 from tests.daemon.simulator.conftest import GROUP_A, call
-
-fastjson = pytest.importorskip("daemon.collectors.remoting.fastjson")
-
-WIRE = Path("/work/shared/fixtures/rocketmq-4.9.7/wire")
-pytestmark = pytest.mark.skipif(not WIRE.is_dir(), reason="4.9.7 capture not on this machine")
+from tests.fixtures_path import WIRE
 
 # Properties whose value is a Java Map (keys are data, not bean property names).
 MAP_KEYS = {
