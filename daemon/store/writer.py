@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Iterable, Mapping
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +33,7 @@ def arrow_schema(table: Table) -> pa.Schema:
 
 def partition_dir(root: Path, table: str, ts: datetime) -> Path:
     """Where the rows of `table` taken at `ts` live: <root>/<table>/date=…/hour=…."""
-    ts = ts.astimezone(timezone.utc)
+    ts = ts.astimezone(UTC)
     return root / table / f"date={ts:%Y-%m-%d}" / f"hour={ts:%H}"
 
 
@@ -67,7 +67,7 @@ class ParquetStore:
         batch = pa.table(columns, schema=schema)
         target_dir = partition_dir(self.root, table_name, ts)
         target_dir.mkdir(parents=True, exist_ok=True)
-        name = f"{ts.astimezone(timezone.utc):%Y%m%dT%H%M%S%f}-{uuid.uuid4().hex[:8]}.parquet"
+        name = f"{ts.astimezone(UTC):%Y%m%dT%H%M%S%f}-{uuid.uuid4().hex[:8]}.parquet"
         tmp = target_dir / f".{name}.tmp"
         pq.write_table(batch, tmp)
         final = target_dir / name

@@ -1,0 +1,139 @@
+"""End to end: a stuck consumer in the simulated cluster reaches Slack and email, then resolves.
+
+The daemon runs as a real subprocess (`rocketwatch run --config ...`) against the simulator's
+wire protocol, a real SMTP server (aiosmtpd) and a local HTTP server answering the Slack Web API.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from daemon.simulator import SimulatorThread
+from tests.helpers.slack_server import SlackServer
+from tests.helpers.smtp_server import SmtpServer
+
+pytestmark = pytest.mark.acceptance
+
+GROUP_A, GROUP_B = "stuckGroup", "healthyGroup"
+TOKEN = "xoxb-acceptance"
+
+
+def _wait(predicate, timeout: float, what: str, log: Path) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            tail = "\n".join(log.read_text(errors="replace").splitlines()[-40:])
+            raise AssertionError(f"{what} did not happen within {timeout:.0f}s; daemon log tail:\n{tail}")
+        time.sleep(0.25)
+
+
+def _config(tmp: Path, namesrv: str, slack: SlackServer, smtp: SmtpServer) -> Path:
+    path = tmp / "rocketwatch.yaml"
+    path.write_text(
+        f"""
+clusters:
+  - name: DefaultCluster
+    namesrv: ["{namesrv}"]
+state_dir: {tmp / "state"}
+collect: {{interval: 2s, timeout: 2s}}
+evaluate: {{interval: 2s}}
+rule_overrides:
+  ProcessQueueSpanTooLong: {{for: 6s, keep_firing_for: 6s}}
+notify:
+  interval: 1s
+  receivers:
+    - type: slack
+      name: oncall-slack
+      channel: "#mq-alerts"
+      token_env: ACCEPTANCE_SLACK_TOKEN
+      base_url: "{slack.base_url}"
+    - type: email
+      name: oncall-mail
+      host: 127.0.0.1
+      port: {smtp.port}
+      security: none
+      from_addr: rocketwatch@example.com
+      to: [mq-oncall@example.com]
+"""
+    )
+    return path
+
+
+def _slack_text(call_args: dict) -> str:
+    return json.dumps(call_args, ensure_ascii=False)
+
+
+def _mail_text(message) -> str:
+    parts = [message["Subject"] or ""]
+    for part in message.walk():
+        if part.get_content_maintype() == "text":
+            parts.append(part.get_content())
+    return "\n".join(parts)
+
+
+def test_stuck_consumer_fires_once_in_slack_and_email_then_resolves(tmp_path):
+    with (
+        SimulatorThread("stuck-consumer", time_scale=0.25, block_at=None, group_a=GROUP_A, group_b=GROUP_B) as sim,
+        SlackServer(token=TOKEN) as slack,
+        SmtpServer() as smtp,
+    ):
+        config = _config(tmp_path, sim.namesrv_addr, slack, smtp)
+        log = tmp_path / "daemon.log"
+        env = {**os.environ, "ACCEPTANCE_SLACK_TOKEN": TOKEN}
+        with log.open("w") as out:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "daemon.cli", "run", "--config", str(config)],
+                stdout=out, stderr=subprocess.STDOUT, env=env, cwd=Path(__file__).resolve().parents[2],
+            )
+        try:
+            _wait(lambda: "first cycle complete" in log.read_text(), 120, "the daemon's first cycle", log)
+            assert not slack.calls and not smtp.messages, "nothing may be sent while the cluster is healthy"
+
+            sim.trigger("block")
+            _wait(lambda: slack.messages and smtp.messages, 120, "the firing notification", log)
+            time.sleep(5)  # more cycles pass: still exactly one message and one mail for the group
+            assert len(slack.messages) == 1 and not slack.replies
+            assert len(smtp.messages) == 1
+            firing_slack = _slack_text(next(iter(slack.messages.values())))
+            firing_mail = _mail_text(smtp.messages[0])
+            for text in (firing_slack, firing_mail):
+                assert GROUP_A in text and "broker-a" in text and "3626" in text
+                assert "OrderTopic/broker-a/3" in text  # the queue, as the summary names it
+            assert "FIRING" in smtp.messages[0]["Subject"]
+
+            sim.trigger("release")
+            _wait(
+                lambda: slack.calls_to("chat.update") and slack.replies and len(smtp.messages) >= 2,
+                90, "the resolve notification", log,
+            )
+            time.sleep(3)
+            # The resolve updates the original message and replies in its thread; one more mail, threaded.
+            original_ts = next(iter(slack.messages))
+            update = slack.calls_to("chat.update")[-1].args
+            assert update["ts"] == original_ts and "RESOLVED" in _slack_text(update).upper()
+            assert slack.replies[-1]["thread_ts"] == original_ts
+            assert len(slack.messages) == 1 and len(smtp.messages) == 2
+            resolved_mail = smtp.messages[1]
+            assert "RESOLVED" in resolved_mail["Subject"]
+            assert smtp.messages[0]["Message-ID"] in (resolved_mail["In-Reply-To"] or "")
+
+            # Group B consumed the same topic throughout and must never be paged.
+            everything = [_slack_text(c.args) for c in slack.calls] + [_mail_text(m) for m in smtp.messages]
+            assert not any(GROUP_B in text for text in everything)
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                rc = proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                raise
+        assert rc == 0, f"daemon exited {rc} on SIGTERM"
+        assert "rocketwatch stopped" in log.read_text()
