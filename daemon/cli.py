@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import logging
 import sys
 from pathlib import Path
@@ -105,6 +106,73 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return asyncio.run(run_demo(timeout_s=args.timeout))
 
 
+def cmd_collect(args: argparse.Namespace) -> int:
+    """Run one collection cycle against a live cluster and write it to a store."""
+    from config.loader import ConfigLoadError, load_config
+    from daemon.collectors.remoting.errors import RemotingError
+    from daemon.oneshot import ClusterTarget, collect_once
+
+    _setup_logging(args.log_level)
+    if not args.once:
+        print("rocketwatch collect: only --once is supported; `rocketwatch run` collects on a schedule", file=sys.stderr)
+        return 2
+    timeout, concurrency, targets = args.timeout, 8, None
+    store = Path(args.store) if args.store else None
+    if args.config:
+        try:
+            config = load_config(args.config)
+        except ConfigLoadError as exc:
+            print(exc, file=sys.stderr)
+            return 1
+        targets = [ClusterTarget(c.name, c.namesrv) for c in config.clusters]
+        timeout, concurrency = config.collect.timeout.total_seconds(), config.collect.concurrency
+        store = store or config.store
+    elif not args.namesrv:
+        print("rocketwatch collect: give --namesrv HOST:PORT or --config FILE", file=sys.stderr)
+        return 2
+    if store is None:
+        print("rocketwatch collect: give --store DIR (or a --config with a state_dir)", file=sys.stderr)
+        return 2
+    namesrv = [a.strip() for a in (args.namesrv or "").split(";") if a.strip()]
+    try:
+        results = asyncio.run(collect_once(store, targets, namesrv, timeout=timeout, concurrency=concurrency))
+    except RemotingError as exc:
+        print(f"rocketwatch collect: no name server answered: {exc}", file=sys.stderr)
+        return 1
+    if not results:
+        print(f"the name server at {args.namesrv} knows no cluster", file=sys.stderr)
+        return 1
+    for _target, result, written in results:
+        print(result.summary)
+        print(f"  wrote to {store}: " + ", ".join(f"{name} {count} row(s)" for name, count in sorted(written.items())))
+    return 0
+
+
+def cmd_simulate(args: argparse.Namespace) -> int:
+    """Run the simulated cluster alone in the foreground, so any tool can be pointed at it."""
+    from daemon.simulator import list_scenarios, start_simulator
+
+    if args.list:
+        for name, description in list_scenarios().items():
+            print(f"{name:<18} {description}")
+        return 0
+    host, _, port = args.listen.rpartition(":")
+
+    async def serve() -> None:
+        sim = await start_simulator(args.scenario, host=host or "127.0.0.1", namesrv_port=int(port or 0))
+        print(f"scenario {args.scenario}: namesrv {sim.namesrv_addr}", flush=True)
+        for name, addr in sorted(sim.broker_addrs.items()):
+            print(f"  broker {name} {addr}", flush=True)
+        try:
+            await asyncio.Event().wait()
+        finally:
+            await sim.stop()
+
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(serve())
+    return 0
+
+
 def cmd_tables(args: argparse.Namespace) -> int:
     """Print the sample tables rules can read."""
     for table in TABLES.values():
@@ -136,6 +204,21 @@ def build_parser() -> argparse.ArgumentParser:
     check = sub.add_parser("check", help="validate config and rule files (no Spark)")
     check.add_argument("files", nargs="+", help="config files and/or rule files")
     check.set_defaults(func=cmd_check)
+
+    collect = sub.add_parser("collect", help="collect once from a live cluster into a store")
+    collect.add_argument("--namesrv", help="name server(s), host:port[;host:port]")
+    collect.add_argument("--config", "-c", help="use the clusters and store of this config file")
+    collect.add_argument("--store", help="Parquet store directory")
+    collect.add_argument("--once", action="store_true", help="one cycle, then exit")
+    collect.add_argument("--timeout", type=float, default=5.0, help="seconds per call")
+    collect.add_argument("--log-level", default="warning")
+    collect.set_defaults(func=cmd_collect)
+
+    simulate = sub.add_parser("simulate", help="run the simulated cluster in the foreground")
+    simulate.add_argument("--scenario", default="healthy")
+    simulate.add_argument("--listen", default="127.0.0.1:9876", help="namesrv address (brokers get free ports)")
+    simulate.add_argument("--list", action="store_true", help="list the scenarios")
+    simulate.set_defaults(func=cmd_simulate)
 
     tables = sub.add_parser("tables", help="print the sample tables and their columns")
     tables.set_defaults(func=cmd_tables)

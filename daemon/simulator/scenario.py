@@ -81,6 +81,8 @@ def healthy(
     start_epoch_ms: int | None = None,
     cluster: str = "DefaultCluster",
     rate_per_queue: float = 5.0,
+    group_a: str = "orderConsumerA",
+    group_b: str = "orderConsumerB",
 ) -> Scenario:
     """Busy cluster, nothing wrong: two groups keep up with steady traffic on OrderTopic."""
     model = _cluster(time_scale, start, start_epoch_ms, cluster)
@@ -88,8 +90,8 @@ def healthy(
     settings = ConsumerSettings(
         consume_thread_min=4, consume_thread_max=4, consume_from_where="CONSUME_FROM_FIRST_OFFSET"
     )
-    model.add_group("orderConsumerA", ["OrderTopic"], settings)
-    model.add_group("orderConsumerB", ["OrderTopic"], settings)
+    model.add_group(group_a, ["OrderTopic"], settings)
+    model.add_group(group_b, ["OrderTopic"], settings)
     return Scenario("healthy", healthy.__doc__ or "", model, {}, time_scale=time_scale)
 
 
