@@ -147,6 +147,155 @@ CONSUMER_QUEUE = Table(
     ),
 )
 
+CONSUMER_STATUS = Table(
+    name="consumer_status",
+    description="One row per client x topic: the client's own consumption statistics (1-minute windows).",
+    source="GET_CONSUMER_RUNNING_INFO (307) statusTable",
+    key=("cluster", "group", "topic", "client_id"),
+    columns=_common()
+    + (
+        Column("group", STRING, "consumer group"),
+        Column("client_id", STRING, "client id, ip@instance"),
+        Column("topic", STRING, "subscribed topic (may be %RETRY%<group>)"),
+        Column("pull_rt_ms", FLOAT64, "average pull round trip", "ms"),
+        Column("pull_tps", FLOAT64, "messages pulled per second", "msg/s"),
+        Column("consume_rt_ms", FLOAT64, "average time the listener took per message", "ms"),
+        Column("consume_ok_tps", FLOAT64, "messages consumed successfully per second", "msg/s"),
+        Column("consume_failed_tps", FLOAT64, "messages whose consumption failed per second", "msg/s"),
+        Column("consume_failed_msgs_1h", INT64, "failed consumptions in the last hour", "messages"),
+    ),
+)
+
+CONSUMER_CLIENT = Table(
+    name="consumer_client",
+    description="One row per online client of a group, as the broker sees its connections.",
+    source="GET_CONSUMER_CONNECTION_LIST (203)",
+    key=("cluster", "group", "client_id"),
+    columns=_common()
+    + (
+        Column("group", STRING, "consumer group"),
+        Column("client_id", STRING, "client id, ip@instance"),
+        Column("client_addr", STRING, "client socket address ip:port"),
+        Column("language", STRING, "client language, e.g. JAVA"),
+        Column("version", INT32, "client version ordinal (MQVersion)"),
+        Column("consume_type", STRING, "CONSUME_PASSIVELY (push), CONSUME_ACTIVELY (pull) or CONSUME_POP"),
+        Column("message_model", STRING, "CLUSTERING or BROADCASTING"),
+        Column("subscriptions", STRING, "subscribed topics and expressions, 'topic=expr;...' sorted"),
+    ),
+)
+
+TOPIC_QUEUE = Table(
+    name="topic_queue",
+    description="One row per topic x broker x queue (normal, %RETRY%, %DLQ% topics): what was written.",
+    source="GET_TOPIC_STATS_INFO (202)",
+    key=("cluster", "topic", "broker", "queue_id"),
+    columns=_common()
+    + (
+        Column("topic", STRING, "topic name"),
+        Column("topic_kind", STRING, "normal, retry, dlq or system"),
+        Column("group", STRING, "the group a %RETRY%/%DLQ% topic belongs to", nullable=True),
+        Column("broker", STRING, "broker name"),
+        Column("queue_id", INT32, "queue id"),
+        Column("min_offset", INT64, "lowest offset still stored", "offset"),
+        Column("max_offset", INT64, "next offset to write", "offset"),
+        Column("last_update_ts", TIMESTAMP, "store time of the newest message", nullable=True),
+        Column("messages", INT64, "messages stored", "messages", derived="max_offset - min_offset"),
+    ),
+)
+
+BROKER = Table(
+    name="broker",
+    description="One row per broker address: the broker's runtime figures.",
+    source="GET_BROKER_RUNTIME_INFO (28)",
+    key=("cluster", "broker", "broker_id"),
+    columns=_common()
+    + (
+        Column("broker", STRING, "broker name"),
+        Column("broker_id", INT64, "0 for the master, >0 for slaves"),
+        Column("addr", STRING, "broker address ip:port"),
+        Column("version", STRING, "brokerVersionDesc, e.g. V4_9_7", nullable=True),
+        Column("boot_ts", TIMESTAMP, "store start time", nullable=True),
+        Column("commitlog_min_offset", INT64, "lowest commitlog byte offset", "bytes", nullable=True),
+        Column("commitlog_max_offset", INT64, "next commitlog byte offset to write", "bytes", nullable=True),
+        Column("dispatch_behind_bytes", INT64, "commitlog bytes not yet dispatched to consume queues", "bytes", nullable=True),
+        Column("page_cache_lock_ms", INT64, "how long the commitlog put lock is held right now", "ms", nullable=True),
+        Column("put_latency_le_0ms", INT64, "puts in the last minute taking <=0 ms", "puts", nullable=True),
+        Column("put_latency_0_10ms", INT64, "puts in the last minute taking 0-10 ms", "puts", nullable=True),
+        Column("put_latency_10_50ms", INT64, "puts in the last minute taking 10-50 ms", "puts", nullable=True),
+        Column("put_latency_50_100ms", INT64, "puts in the last minute taking 50-100 ms", "puts", nullable=True),
+        Column("put_latency_100_200ms", INT64, "puts in the last minute taking 100-200 ms", "puts", nullable=True),
+        Column("put_latency_200_500ms", INT64, "puts in the last minute taking 200-500 ms", "puts", nullable=True),
+        Column("put_latency_500ms_1s", INT64, "puts in the last minute taking 500 ms-1 s", "puts", nullable=True),
+        Column("put_latency_1_2s", INT64, "puts in the last minute taking 1-2 s", "puts", nullable=True),
+        Column("put_latency_2_3s", INT64, "puts in the last minute taking 2-3 s", "puts", nullable=True),
+        Column("put_latency_3_4s", INT64, "puts in the last minute taking 3-4 s", "puts", nullable=True),
+        Column("put_latency_4_5s", INT64, "puts in the last minute taking 4-5 s", "puts", nullable=True),
+        Column("put_latency_5_10s", INT64, "puts in the last minute taking 5-10 s", "puts", nullable=True),
+        Column("put_latency_ge_10s", INT64, "puts in the last minute taking 10 s or more", "puts", nullable=True),
+        Column("put_slow_100ms", INT64, "puts in the last minute taking over 100 ms (sum of the buckets)", "puts", nullable=True),
+        Column("put_p99_ms", FLOAT64, "99th percentile put latency (4.9.4+)", "ms", nullable=True),
+        Column("put_p999_ms", FLOAT64, "99.9th percentile put latency (4.9.4+)", "ms", nullable=True),
+        Column("put_max_ms", INT64, "max put latency since boot (never reset)", "ms", nullable=True),
+        Column("put_tps", FLOAT64, "messages put per second over 10 s", "msg/s", nullable=True),
+        Column("put_tps_1m", FLOAT64, "messages put per second over 60 s", "msg/s", nullable=True),
+        Column("get_found_tps", FLOAT64, "messages found by pulls per second over 10 s", "msg/s", nullable=True),
+        Column("get_miss_tps", FLOAT64, "pulls finding nothing per second over 10 s", "req/s", nullable=True),
+        Column("get_transferred_tps", FLOAT64, "messages sent to consumers per second over 10 s", "msg/s", nullable=True),
+        Column("put_failed_total", INT64, "failed puts since boot (4.9.3+)", "puts", nullable=True),
+        Column("remain_transient_buffers", INT64, "free TransientStorePool buffers; null when the pool is not in use", nullable=True),
+        Column("remain_to_commit_bytes", INT64, "bytes written to the pool but not yet committed (pool in use only)", "bytes", nullable=True),
+        Column("remain_to_flush_bytes", INT64, "bytes not yet flushed to disk", "bytes", nullable=True),
+        Column("commitlog_disk_ratio", FLOAT64, "used fraction of the commitlog partition", "ratio", nullable=True),
+        Column("consume_queue_disk_ratio", FLOAT64, "used fraction of the consume queue partition", "ratio", nullable=True),
+        Column("send_queue_size", INT64, "send requests queued in the broker", "requests", nullable=True),
+        Column("send_queue_capacity", INT64, "send queue capacity", "requests", nullable=True),
+        Column("send_queue_head_wait_ms", INT64, "age of the oldest queued send request", "ms", nullable=True),
+        Column("pull_queue_size", INT64, "pull requests queued in the broker", "requests", nullable=True),
+        Column("pull_queue_capacity", INT64, "pull queue capacity", "requests", nullable=True),
+        Column("pull_queue_head_wait_ms", INT64, "age of the oldest queued pull request", "ms", nullable=True),
+        Column("earliest_message_ts", TIMESTAMP, "store time of the oldest commitlog message", nullable=True),
+        Column("schedule_backlog", INT64, "delay-level messages not yet delivered, all levels", "messages", nullable=True),
+        Column("msg_put_today", INT64, "messages put since local midnight", "messages", nullable=True),
+        Column("broker_active", BOOL, "5.x: acting as master (schedule/transaction services run)", nullable=True),
+    ),
+)
+
+THREAD_DUMP = Table(
+    name="thread_dump",
+    description="One row per thread of a client that has jstack enabled (jstackEnable=true).",
+    source="GET_CONSUMER_RUNNING_INFO (307) jstack",
+    key=("cluster", "group", "client_id", "thread"),
+    columns=_common()
+    + (
+        Column("group", STRING, "consumer group"),
+        Column("client_id", STRING, "client id, ip@instance"),
+        Column("thread", STRING, "thread name, e.g. ConsumeMessageThread_3"),
+        Column("state", STRING, "RUNNABLE, BLOCKED, WAITING, TIMED_WAITING, ..."),
+        Column("top_frame", STRING, "the innermost stack frame", nullable=True),
+        Column("stack_hash", STRING, "hash of the whole stack, to see a thread stuck in one place"),
+    ),
+)
+
+LOG_EVENT = Table(
+    name="log_event",
+    description="One row per log line that means something: flow control, store stats, membership changes.",
+    source="rocketmq_client.log, store.log, broker.log",
+    key=("cluster", "host", "source", "event", "group", "topic", "broker", "queue_id", "client_id"),
+    columns=_common()
+    + (
+        Column("host", STRING, "host or file the line came from"),
+        Column("source", STRING, "client, store or broker"),
+        Column("event", STRING, "what the line means, e.g. flow_control_span, unclean_shutdown"),
+        Column("group", STRING, "consumer group", nullable=True),
+        Column("topic", STRING, "topic", nullable=True),
+        Column("broker", STRING, "broker name", nullable=True),
+        Column("queue_id", INT32, "queue id", nullable=True),
+        Column("client_id", STRING, "client id", nullable=True),
+        Column("value", FLOAT64, "the number the line reports (span, count, ms...)", nullable=True),
+        Column("detail", STRING, "the line itself, trimmed", nullable=True),
+    ),
+)
+
 COLLECTOR_HEALTH = Table(
     name="collector_health",
     description="One row per call a collector made: whether the target answered.",
@@ -162,7 +311,20 @@ COLLECTOR_HEALTH = Table(
     ),
 )
 
-TABLES: dict[str, Table] = {t.name: t for t in (PROCESS_QUEUE, CONSUMER_QUEUE, COLLECTOR_HEALTH)}
+TABLES: dict[str, Table] = {
+    t.name: t
+    for t in (
+        PROCESS_QUEUE,
+        CONSUMER_QUEUE,
+        CONSUMER_STATUS,
+        CONSUMER_CLIENT,
+        TOPIC_QUEUE,
+        BROKER,
+        THREAD_DUMP,
+        LOG_EVENT,
+        COLLECTOR_HEALTH,
+    )
+}
 
 
 def get_table(name: str) -> Table:
