@@ -27,7 +27,8 @@ test: $(STAMP) java
 	$(PY) -m pytest
 
 bench: $(STAMP) java
-	$(PY) bench/evaluate_cycle.py
+	$(PY) -m pip install --quiet -e ".[test,bench]"
+	for f in bench/*.py; do echo "== $$f"; $(PY) $$f || exit 1; done
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check daemon rules spark config tests bench

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import importlib
 import logging
 import sys
 from pathlib import Path
@@ -186,6 +187,11 @@ def cmd_tables(args: argparse.Namespace) -> int:
     return 0
 
 
+# Further subcommands live in modules of their own, each with `register(subparsers)`; they must
+# import nothing heavy at module level (no pyspark), so `rocketwatch check` stays JVM-free.
+COMMAND_MODULES: list[str] = []
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the `rocketwatch` command."""
     parser = argparse.ArgumentParser(prog="rocketwatch", description="Alerting daemon for Apache RocketMQ")
@@ -222,13 +228,21 @@ def build_parser() -> argparse.ArgumentParser:
 
     tables = sub.add_parser("tables", help="print the sample tables and their columns")
     tables.set_defaults(func=cmd_tables)
+
+    for module in COMMAND_MODULES:
+        importlib.import_module(module).register(sub)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `rocketwatch` console script."""
     args = build_parser().parse_args(argv)
-    return args.func(args)
+    try:
+        return args.func(args)
+    except BrokenPipeError:
+        # `rocketwatch tables | head`: the reader left; that is not an error.
+        sys.stderr.close()
+        return 0
 
 
 if __name__ == "__main__":
