@@ -6,6 +6,7 @@ import re
 from datetime import timedelta
 from pathlib import Path
 from typing import Annotated, Any
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
@@ -31,11 +32,47 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
 
+class ExporterSource(_Strict):
+    """A rocketmq-exporter already running for the cluster: its /metrics page is scraped each cycle."""
+
+    url: str = Field(description="the exporter's page, e.g. http://10.0.0.5:5557/metrics (path defaults to /metrics)")
+    timeout: Duration = Field(default=timedelta(seconds=10), description="for the whole scrape")
+
+    @field_validator("url")
+    @classmethod
+    def _http_url(cls, value: str) -> str:
+        parts = urlsplit(value.strip())
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"expected an http(s) URL such as http://10.0.0.5:5557/metrics, got {value!r}")
+        # The exporter serves /metrics; an operator often pastes only scheme, host and port.
+        return parts._replace(path=parts.path if parts.path not in ("", "/") else "/metrics").geturl()
+
+    @field_validator("timeout")
+    @classmethod
+    def _positive(cls, value: timedelta) -> timedelta:
+        if value.total_seconds() <= 0:
+            raise ValueError("must be more than 0 s")
+        return value
+
+
 class ClusterConfig(_Strict):
-    """One RocketMQ cluster to watch, found through its name servers."""
+    """One RocketMQ cluster to watch, through its name servers, a rocketmq-exporter, or both."""
 
     name: str = Field(description="name used in alerts; should match the brokers' clusterName")
-    namesrv: list[str] = Field(min_length=1, description="name server addresses, host:port")
+    namesrv: list[str] = Field(
+        default_factory=list, description="name server addresses, host:port; optional when exporter is given"
+    )
+    exporter: ExporterSource | None = Field(
+        default=None, description="scrape this rocketmq-exporter; fills no process_queue (see README)"
+    )
+
+    @model_validator(mode="after")
+    def _a_source(self) -> ClusterConfig:
+        if not self.namesrv and self.exporter is None:
+            raise ValueError(
+                f"cluster {self.name!r} needs a source: namesrv (host:port list) or exporter (url), or both"
+            )
+        return self
 
     @field_validator("namesrv", mode="before")
     @classmethod

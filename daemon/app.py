@@ -16,7 +16,7 @@ from config.loader import load_config
 from config.models import ClusterConfig, RocketwatchConfig
 from daemon.alerts.db import StateDB
 from daemon.alerts.tracker import AlertTracker
-from daemon.collectors.cluster import collect_cluster
+from daemon.collectors.sources import collect_sources
 from daemon.collectors.remoting.admin import AdminClient
 from daemon.collectors.remoting.client import RemotingClient
 from daemon.notify.dispatcher import Dispatcher
@@ -157,11 +157,7 @@ class Daemon:
         """One collection cycle of one cluster, written to the store as one file per table."""
         now = utcnow()
         started = time.monotonic()
-        result = await collect_cluster(
-            self.admin, cluster.name, cluster.namesrv, now,
-            call_timeout=self.config.collect.timeout.total_seconds(),
-            concurrency=self.config.collect.concurrency,
-        )
+        result = await collect_sources(self.admin, cluster, self.config.collect, now)
         written = await asyncio.to_thread(self.store.append_all, result.rows, now)
         elapsed = time.monotonic() - started
         self.stats.collect_cycles += 1

@@ -37,7 +37,7 @@ def test_bad_rules_on_reload_keep_the_old_ones(tmp_path, caplog):
     config, rules = _setup(tmp_path)
     daemon = Daemon(load_config(config), config)
     before = daemon.rulebook
-    assert set(before.timings) == {"ProcessQueueSpanTooLong", "BigCache"}
+    assert {"ProcessQueueSpanTooLong", "BigCache"} <= set(before.timings)
 
     rules.write_text(RULE.format(limit=500).replace("cached_msg_count", "cached_msg_cnt"))
     daemon.reload()

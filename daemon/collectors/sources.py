@@ -1,0 +1,41 @@
+"""One cluster's collection cycle over every source its config names: remoting, exporter, or both."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from config.models import ClusterConfig, CollectConfig
+from daemon.collectors.cluster import CollectResult, collect_cluster
+from daemon.collectors.exporter import collect_exporter
+from daemon.collectors.remoting.admin import AdminClient
+
+
+async def collect_sources(
+    admin: AdminClient, cluster: ClusterConfig, collect: CollectConfig, now: datetime
+) -> CollectResult:
+    """Rows of every configured source of `cluster`, merged per table; one summary line per source."""
+    results: list[CollectResult] = []
+    if cluster.namesrv:
+        results.append(
+            await collect_cluster(
+                admin, cluster.name, cluster.namesrv, now,
+                call_timeout=collect.timeout.total_seconds(), concurrency=collect.concurrency,
+            )
+        )
+    if cluster.exporter is not None:
+        results.append(
+            await collect_exporter(
+                cluster.exporter.url, cluster.name, now, timeout=cluster.exporter.timeout.total_seconds()
+            )
+        )
+    rows: dict[str, list[dict[str, Any]]] = {}
+    for result in results:
+        for table, table_rows in result.rows.items():
+            rows.setdefault(table, []).extend(table_rows)
+    return CollectResult(
+        rows=rows,
+        summary="; ".join(r.summary for r in results),
+        calls=sum(r.calls for r in results),
+        failed_calls=sum(r.failed_calls for r in results),
+    )
