@@ -13,7 +13,7 @@ from pathlib import Path
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
-from rules.tables import TABLES
+from rules.tables import TABLES, VIEWS
 
 
 def _setup_logging(level: str) -> None:
@@ -175,8 +175,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 
 
 def cmd_tables(args: argparse.Namespace) -> int:
-    """Print the sample tables rules can read."""
-    for table in TABLES.values():
+    """Print the sample tables and views rules can read."""
+    for table in (*TABLES.values(), *VIEWS.values()):
         print(f"{table.name}: {table.description}")
         print(f"  key: {', '.join(table.key)}    source: {table.source}")
         for col in table.columns:
@@ -189,7 +189,7 @@ def cmd_tables(args: argparse.Namespace) -> int:
 
 # Further subcommands live in modules of their own, each with `register(subparsers)`; they must
 # import nothing heavy at module level (no pyspark), so `rocketwatch check` stays JVM-free.
-COMMAND_MODULES: list[str] = []
+COMMAND_MODULES: list[str] = ["daemon.cli_rules"]
 
 
 def build_parser() -> argparse.ArgumentParser:
