@@ -129,6 +129,20 @@ class NotifyConfig(_Strict):
         return self
 
 
+class HttpConfig(_Strict):
+    """The daemon's HTTP endpoints (/metrics, /healthz, /readyz, /api/alerts, /-/reload)."""
+
+    enabled: bool = True
+    listen: str = Field(default="127.0.0.1:9787", description="host:port; localhost unless you mean it")
+
+    @field_validator("listen")
+    @classmethod
+    def _address(cls, value: str) -> str:
+        if not _ADDR.match(value):
+            raise ValueError(f"expected host:port such as 127.0.0.1:9787, got {value!r}")
+        return value
+
+
 class RocketwatchConfig(_Strict):
     """The whole configuration file."""
 
@@ -141,6 +155,7 @@ class RocketwatchConfig(_Strict):
     rules: list[str] = Field(default_factory=lambda: ["builtin"], description="rule files, dirs or 'builtin'")
     rule_overrides: dict[str, RuleOverride] = Field(default_factory=dict)
     notify: NotifyConfig = Field(default_factory=NotifyConfig)
+    http: HttpConfig = Field(default_factory=HttpConfig)
 
     @model_validator(mode="after")
     def _unique_clusters(self) -> RocketwatchConfig:

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from apscheduler.events import EVENT_JOB_MAX_INSTANCES, EVENT_JOB_MISSED, JobEvent
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from config.loader import load_config
@@ -17,6 +18,8 @@ from config.models import ClusterConfig, RocketwatchConfig
 from daemon.alerts.db import StateDB
 from daemon.alerts.tracker import AlertTracker
 from daemon.collectors.sources import collect_sources
+from daemon.http.server import start_http
+from daemon.metrics import DaemonMetrics
 from daemon.collectors.remoting.admin import AdminClient
 from daemon.collectors.remoting.client import RemotingClient
 from daemon.notify.dispatcher import Dispatcher
@@ -55,6 +58,8 @@ class Daemon:
         self.config = config
         self.config_path = config_path
         self.stats = CycleStats()
+        self.metrics = DaemonMetrics()
+        self.last_cycle_at: datetime | None = None
         self.lock = StateDirLock(config.state_dir)
         self.store = ParquetStore(config.store)
         self.rulebook: Rulebook = load_rulebook(config)
@@ -63,6 +68,7 @@ class Daemon:
         self.db: StateDB | None = None
         self.scheduler = AsyncIOScheduler(timezone="UTC")
         self._evaluator = None
+        self._http = None
         self._ready = False
         self._stopping = asyncio.Event()
 
@@ -81,6 +87,9 @@ class Daemon:
                 "rocketwatch starting: %d cluster(s), %d rule(s), store %s, state %s",
                 len(self.config.clusters), len(self.rulebook.rules), self.config.store, self.config.state_dir,
             )
+            if self.config.http.enabled:
+                self._http = await start_http(self, self.config.http.listen)
+                log.info("http: /metrics /healthz /readyz /api/alerts on %s", self.config.http.listen)
             await asyncio.to_thread(self._start_spark)
             self._schedule()
             self.scheduler.start()
@@ -89,6 +98,8 @@ class Daemon:
             self.scheduler.shutdown(wait=False)
             await self.dispatch_once()
         finally:
+            if self._http is not None:
+                await self._http.cleanup()
             await self.client.close()
             if self.db is not None:
                 self.db.close()
@@ -118,9 +129,17 @@ class Daemon:
         started = time.monotonic()
         session = get_session(self.config.spark.master, self.config.spark.conf)
         self._evaluator = Evaluator(session, str(self.config.store))
+        self.metrics.spark_up.set(1)
         log.info("spark session ready in %.1fs (master %s)", time.monotonic() - started, self.config.spark.master)
 
+    def _on_skipped(self, event: JobEvent) -> None:
+        # A run skipped because the previous one still runs: the cycle overran its interval.
+        self.metrics.cycles_skipped.labels(event.job_id).inc()
+        log.warning("job %s: previous run still in progress, this run skipped (cycle longer than its interval)",
+                    event.job_id)
+
     def _schedule(self) -> None:
+        self.scheduler.add_listener(self._on_skipped, EVENT_JOB_MAX_INSTANCES | EVENT_JOB_MISSED)
         common = {"max_instances": 1, "coalesce": True, "misfire_grace_time": None}
         first = utcnow()
         for cluster in self.config.clusters:
@@ -137,19 +156,22 @@ class Daemon:
             seconds=self.config.notify.interval.total_seconds(), **common,
         )
 
-    def reload(self) -> None:
-        """SIGHUP: re-read config and rules; keep the running ones unless the new ones are valid."""
+    def reload(self) -> tuple[bool, str]:
+        """SIGHUP or POST /-/reload: re-read config and rules; keep the running ones unless all are valid."""
         if self.config_path is None:
             log.warning("reload asked but the daemon was started without a config file")
-            return
+            return False, "started without a config file: nothing to reload"
         try:
             config = load_config(self.config_path)
             rulebook = load_rulebook(config)
         except Exception as exc:  # every error is already positioned for the operator
             log.error("reload rejected, keeping the running config and rules:\n%s", exc)
-            return
+            return False, str(exc)
         self.rulebook = rulebook
-        log.info("reloaded rules: %d rule(s) from %s", len(rulebook.rules), ", ".join(config.rules))
+        self.metrics.rules.set(len(rulebook.rules))
+        message = f"reloaded rules: {len(rulebook.rules)} rule(s) from {', '.join(config.rules)}"
+        log.info(message)
+        return True, message
 
     # ---- jobs ------------------------------------------------------------------------------
 
@@ -160,6 +182,7 @@ class Daemon:
         result = await collect_sources(self.admin, cluster, self.config.collect, now)
         written = await asyncio.to_thread(self.store.append_all, result.rows, now)
         elapsed = time.monotonic() - started
+        self.metrics.observe_collect(cluster.name, elapsed, written, result.rows.get("collector_health", []))
         self.stats.collect_cycles += 1
         self.stats.rows_collected += sum(written.values())
         self.stats.last_collect_s = elapsed
@@ -178,15 +201,26 @@ class Daemon:
         now = utcnow()
         started = time.monotonic()
         rulebook = self.rulebook
-        findings = await asyncio.to_thread(
-            self._evaluator.evaluate, rulebook.rules, now, self.config.stale_after
-        )
+        try:
+            findings = await asyncio.to_thread(
+                self._evaluator.evaluate, rulebook.rules, now, self.config.stale_after
+            )
+        except Exception:
+            # Spark failing must not kill the daemon: the next cycle tries again, /readyz tells.
+            self.metrics.evaluation_failures.inc()
+            log.exception("evaluation failed; alert states kept as they were, retrying next cycle")
+            return
         events = self.tracker.update(rulebook.timings, findings, now)
         self.dispatcher.dispatch(events, self.tracker.active_alerts(), now)
         for event in events:
             log.info("alert %s", event)
         self.stats.evaluate_cycles += 1
         self.stats.last_evaluate_s = time.monotonic() - started
+        self.metrics.evaluate_seconds.observe(self.stats.last_evaluate_s)
+        self.metrics.observe_findings(findings)
+        self.metrics.observe_alerts(self.tracker.active_alerts())
+        self.last_cycle_at = utcnow()
+        self.metrics.last_cycle.set(self.last_cycle_at.timestamp())
         self.stats.firing = sum(1 for a in self.tracker.active_alerts() if a.state == "firing")
         await self.dispatch_once()
         if not self._ready and self.stats.collect_cycles > 0:
@@ -198,8 +232,17 @@ class Daemon:
             f"{self.stats.firing} firing, evaluate {self.stats.last_evaluate_s:.1f}s"
         )
 
+    def refresh_gauges(self) -> None:
+        """Gauges read at scrape time rather than per cycle."""
+        if self.db is not None:
+            self.metrics.outbox_depth.set(self.outbox.depth())
+        self.metrics.rules.set(len(self.rulebook.rules))
+
     async def dispatch_once(self) -> None:
         """Deliver what the outbox holds that is due, retrying earlier failures."""
         report = await self.outbox.deliver_due(self.notifiers, utcnow())
+        self.metrics.notifications.labels("delivered").inc(report.delivered)
+        self.metrics.notifications.labels("failed").inc(report.failed)
+        self.metrics.outbox_depth.set(self.outbox.depth())
         if report.failed:
             log.warning("notifications: %s", report)

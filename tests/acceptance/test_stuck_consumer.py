@@ -11,7 +11,10 @@ import os
 import signal
 import subprocess
 import sys
+import socket
 import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -35,7 +38,21 @@ def _wait(predicate, timeout: float, what: str, log: Path) -> None:
         time.sleep(0.25)
 
 
-def _config(tmp: Path, namesrv: str, slack: SlackServer, smtp: SmtpServer) -> Path:
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _get(url: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as err:
+        return err.code, err.read().decode()
+
+
+def _config(tmp: Path, namesrv: str, slack: SlackServer, smtp: SmtpServer, http_port: int) -> Path:
     path = tmp / "rocketwatch.yaml"
     path.write_text(
         f"""
@@ -45,6 +62,7 @@ clusters:
 state_dir: {tmp / "state"}
 collect: {{interval: 2s, timeout: 2s}}
 evaluate: {{interval: 2s}}
+http: {{listen: "127.0.0.1:{http_port}"}}
 rule_overrides:
   ProcessQueueSpanTooLong: {{for: 6s, keep_firing_for: 6s}}
 notify:
@@ -85,7 +103,9 @@ def test_stuck_consumer_fires_once_in_slack_and_email_then_resolves(tmp_path):
         SlackServer(token=TOKEN) as slack,
         SmtpServer() as smtp,
     ):
-        config = _config(tmp_path, sim.namesrv_addr, slack, smtp)
+        http_port = _free_port()
+        base = f"http://127.0.0.1:{http_port}"
+        config = _config(tmp_path, sim.namesrv_addr, slack, smtp, http_port)
         log = tmp_path / "daemon.log"
         env = {**os.environ, "ACCEPTANCE_SLACK_TOKEN": TOKEN}
         with log.open("w") as out:
@@ -108,6 +128,17 @@ def test_stuck_consumer_fires_once_in_slack_and_email_then_resolves(tmp_path):
                 assert GROUP_A in text and "broker-a" in text and "3626" in text
                 assert "OrderTopic/broker-a/3" in text  # the queue, as the summary names it
             assert "FIRING" in smtp.messages[0]["Subject"]
+
+            # What the HTTP side shows while it fires: ready, the alert, its metrics; never the token.
+            assert _get(f"{base}/readyz")[0] == 200
+            status, body = _get(f"{base}/api/alerts")
+            firing = [a for a in json.loads(body)["alerts"] if a["state"] == "firing"]
+            assert status == 200 and [a["rule"] for a in firing] == ["ProcessQueueSpanTooLong"]
+            assert firing[0]["labels"]["group"] == GROUP_A and firing[0]["value"] == 3626
+            status, metrics = _get(f"{base}/metrics")
+            assert 'rocketwatch_alerts{state="firing"} 1.0' in metrics
+            assert 'rocketwatch_rows_collected_total{cluster="DefaultCluster",table="process_queue"}' in metrics
+            assert TOKEN not in body and TOKEN not in metrics and TOKEN not in log.read_text()
 
             sim.trigger("release")
             _wait(

@@ -1,0 +1,100 @@
+"""aiohttp app serving /metrics, /healthz, /readyz, /api/alerts and POST /-/reload in the daemon's loop."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from aiohttp import web
+
+if TYPE_CHECKING:
+    from daemon.app import Daemon
+
+DAEMON_KEY = web.AppKey("daemon", object)
+CONTENT_TYPE_METRICS = "text/plain; version=0.0.4; charset=utf-8"
+
+
+def _daemon(request: web.Request) -> Daemon:
+    return request.app[DAEMON_KEY]  # type: ignore[return-value]
+
+
+async def metrics(request: web.Request) -> web.Response:
+    """Prometheus text exposition of the daemon's own registry."""
+    daemon = _daemon(request)
+    daemon.refresh_gauges()
+    return web.Response(body=daemon.metrics.exposition(), headers={"Content-Type": CONTENT_TYPE_METRICS})
+
+
+async def healthz(request: web.Request) -> web.Response:
+    """Liveness: the event loop answers."""
+    return web.json_response({"status": "ok"})
+
+
+def readiness(last_cycle: datetime | None, evaluate_interval: timedelta, now: datetime) -> tuple[bool, str]:
+    """Ready when an evaluation cycle completed within three evaluate intervals; else why not."""
+    if last_cycle is None:
+        return False, "no evaluation cycle has completed yet"
+    age = now - last_cycle
+    limit = 3 * evaluate_interval
+    if age > limit:
+        return False, f"last completed cycle {age.total_seconds():.0f}s ago (limit {limit.total_seconds():.0f}s)"
+    return True, f"last completed cycle {age.total_seconds():.0f}s ago"
+
+
+async def readyz(request: web.Request) -> web.Response:
+    """200 while cycles complete on time, 503 with the reason otherwise."""
+    daemon = _daemon(request)
+    ok, reason = readiness(daemon.last_cycle_at, daemon.config.evaluate.interval, datetime.now(UTC))
+    return web.json_response({"ready": ok, "reason": reason}, status=200 if ok else 503)
+
+
+def _alert_json(alert: Any) -> dict[str, Any]:
+    def when(t: datetime | None) -> str | None:
+        return t.isoformat() if t else None
+
+    return {
+        "rule": alert.rule,
+        "labels": alert.labels,
+        "state": alert.state,
+        "severity": alert.severity,
+        "value": alert.value,
+        "threshold": alert.threshold,
+        "no_data": alert.no_data,
+        "active_at": when(alert.active_at),
+        "fired_at": when(alert.fired_at),
+        "annotations": alert.annotations,
+    }
+
+
+async def api_alerts(request: web.Request) -> web.Response:
+    """The tracker's active alerts (pending and firing) as JSON."""
+    daemon = _daemon(request)
+    alerts = daemon.tracker.active_alerts() if daemon.db is not None else []
+    return web.json_response({"alerts": [_alert_json(a) for a in alerts]})
+
+
+async def reload(request: web.Request) -> web.Response:
+    """Same as SIGHUP: swap config and rules only if all are valid; answer with the errors."""
+    ok, message = _daemon(request).reload()
+    return web.json_response({"reloaded": ok, "message": message}, status=200 if ok else 400)
+
+
+def build_app(daemon: Daemon) -> web.Application:
+    """The daemon's web application."""
+    app = web.Application()
+    app[DAEMON_KEY] = daemon
+    app.router.add_get("/metrics", metrics)
+    app.router.add_get("/healthz", healthz)
+    app.router.add_get("/readyz", readyz)
+    app.router.add_get("/api/alerts", api_alerts)
+    app.router.add_post("/-/reload", reload)
+    return app
+
+
+async def start_http(daemon: Daemon, listen: str) -> web.AppRunner:
+    """Serve the app on `listen` (host:port); the caller cleans the runner up on shutdown."""
+    host, _, port = listen.rpartition(":")
+    runner = web.AppRunner(build_app(daemon), access_log=None, shutdown_timeout=1.0)
+    await runner.setup()
+    await web.TCPSite(runner, host or "127.0.0.1", int(port)).start()
+    return runner
