@@ -17,11 +17,11 @@ from config.loader import load_config
 from config.models import ClusterConfig, RocketwatchConfig
 from daemon.alerts.db import StateDB
 from daemon.alerts.tracker import AlertTracker
+from daemon.collectors.remoting.admin import AdminClient
+from daemon.collectors.remoting.client import RemotingClient
 from daemon.collectors.sources import collect_sources
 from daemon.http.server import start_http
 from daemon.metrics import DaemonMetrics
-from daemon.collectors.remoting.admin import AdminClient
-from daemon.collectors.remoting.client import RemotingClient
 from daemon.notify.dispatcher import Dispatcher
 from daemon.notify.factory import build_notifiers
 from daemon.notify.outbox import Outbox

@@ -9,9 +9,9 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
-import socket
 import time
 import urllib.error
 import urllib.request
