@@ -10,6 +10,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
+from config.matchers import parse_matcher
 from config.receivers import ReceiverConfig
 from rules.durations import parse_duration
 from rules.overrides import RuleOverride
@@ -113,12 +114,41 @@ class SparkConfig(_Strict):
     conf: dict[str, str] = Field(default_factory=dict)
 
 
+class InhibitRuleConfig(_Strict):
+    """While an alert matching `source_matchers` fires, mute alerts matching `target_matchers` with equal labels."""
+
+    source_matchers: list[str] = Field(min_length=1, description='e.g. [category="broker", severity="critical"]')
+    target_matchers: list[str] = Field(min_length=1, description='e.g. [category="consumer"]')
+    equal: list[str] = Field(default_factory=list, description="labels that must have the same value on both")
+
+    @field_validator("source_matchers", "target_matchers")
+    @classmethod
+    def _matchers(cls, value: list[str]) -> list[str]:
+        for text in value:
+            parse_matcher(text)  # ValueError names the matcher and what a good one looks like
+        return value
+
+
+# A broker-side cause explains the consumer-side symptoms on the same broker: page the cause only.
+DEFAULT_INHIBIT_RULES = [
+    {
+        "source_matchers": ['category="broker"', 'severity="critical"'],
+        "target_matchers": ['category="consumer"'],
+        "equal": ["cluster", "broker"],
+    }
+]
+
+
 class NotifyConfig(_Strict):
     """Where alerts go and how they are grouped into messages."""
 
     group_by: list[str] = Field(default_factory=lambda: ["alertname", "cluster", "group"])
     interval: Duration = Field(default=timedelta(seconds=10), description="outbox delivery and retry cadence")
     receivers: list[ReceiverConfig] = Field(default_factory=list)
+    inhibit_rules: list[InhibitRuleConfig] = Field(
+        default_factory=lambda: [InhibitRuleConfig.model_validate(r) for r in DEFAULT_INHIBIT_RULES],
+        description="default: a critical broker-side alert mutes consumer-side alerts on the same broker",
+    )
 
     @model_validator(mode="after")
     def _unique_names(self) -> NotifyConfig:

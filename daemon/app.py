@@ -16,6 +16,8 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from config.loader import load_config
 from config.models import ClusterConfig, RocketwatchConfig
 from daemon.alerts.db import StateDB
+from daemon.alerts.inhibit import Inhibitor
+from daemon.alerts.silences import SilenceStore
 from daemon.alerts.tracker import AlertTracker
 from daemon.collectors.remoting.admin import AdminClient
 from daemon.collectors.remoting.client import RemotingClient
@@ -114,12 +116,16 @@ class Daemon:
         self.db = StateDB(self.config.state_dir / "state.db")
         self.tracker = AlertTracker(self.db)
         self.outbox = Outbox(self.db)
+        self.silences = SilenceStore(self.db)
         self._build_routing()
 
     def _build_routing(self) -> None:
         notify = self.config.notify
         self.notifiers = build_notifiers(notify.receivers)
-        self.dispatcher = Dispatcher(self.outbox, [r.name for r in notify.receivers], notify.group_by)
+        inhibitors = [Inhibitor.parse(r.source_matchers, r.target_matchers, r.equal) for r in notify.inhibit_rules]
+        self.dispatcher = Dispatcher(
+            self.outbox, [r.name for r in notify.receivers], notify.group_by, self.silences, inhibitors
+        )
 
     def _start_spark(self) -> None:
         # Imported here so `rocketwatch check` and the CLI never pay for a JVM.

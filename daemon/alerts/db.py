@@ -55,6 +55,19 @@ MIGRATIONS: list[str] = [
         PRIMARY KEY (receiver, group_key)
     );
     """,
+    """
+    -- Silences: matchers (JSON list of strings) mute matching alerts between starts_at and ends_at.
+    CREATE TABLE silences (
+        id         TEXT PRIMARY KEY,
+        matchers   TEXT NOT NULL,
+        starts_at  TEXT NOT NULL,
+        ends_at    TEXT NOT NULL,
+        created_by TEXT NOT NULL,
+        comment    TEXT NOT NULL,
+        created_at TEXT NOT NULL
+    );
+    CREATE INDEX silences_ends ON silences (ends_at);
+    """,
 ]
 
 

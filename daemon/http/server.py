@@ -73,6 +73,17 @@ async def api_alerts(request: web.Request) -> web.Response:
     return web.json_response({"alerts": [_alert_json(a) for a in alerts]})
 
 
+async def api_silences(request: web.Request) -> web.Response:
+    """Silences in force or pending (add `?all=1` for expired ones too)."""
+    daemon = _daemon(request)
+    now = datetime.now(UTC)
+    silences = daemon.silences.all() if daemon.db is not None else []
+    show_all = request.query.get("all") in ("1", "true")
+    return web.json_response(
+        {"silences": [s.to_json(now) for s in silences if show_all or s.state(now) != "expired"]}
+    )
+
+
 async def reload(request: web.Request) -> web.Response:
     """Same as SIGHUP: swap config and rules only if all are valid; answer with the errors."""
     ok, message = _daemon(request).reload()
@@ -87,6 +98,7 @@ def build_app(daemon: Daemon) -> web.Application:
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
     app.router.add_get("/api/alerts", api_alerts)
+    app.router.add_get("/api/silences", api_silences)
     app.router.add_post("/-/reload", reload)
     return app
 

@@ -5,7 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
+from config.matchers import alert_labels
+from daemon.alerts.inhibit import Inhibitor, inhibited
 from daemon.alerts.model import AlertEvent, AlertInstance, EventKind
+from daemon.alerts.silences import SilenceStore
 from daemon.notify.model import AlertSnapshot, Change, Notification
 from daemon.notify.outbox import Outbox
 
@@ -23,15 +26,53 @@ def group_key(labels: dict[str, str]) -> str:
 class Dispatcher:
     """Groups this cycle's changes by `group_by` and queues one notification per group and receiver."""
 
-    def __init__(self, outbox: Outbox, receivers: list[str], group_by: list[str]) -> None:
+    def __init__(
+        self,
+        outbox: Outbox,
+        receivers: list[str],
+        group_by: list[str],
+        silences: SilenceStore | None = None,
+        inhibitors: Sequence[Inhibitor] = (),
+    ) -> None:
         self.outbox = outbox
         self.receivers = list(receivers)
         self.group_by = list(group_by)
+        self.silences = silences
+        self.inhibitors = list(inhibitors)
+        # Muted in the previous cycle: an alert leaving this set while it fires is announced then.
+        self._muted: set[str] = set()
+
+    def muted(self, active: list[AlertInstance], now: datetime) -> set[str]:
+        """Fingerprints of the active alerts a silence or an inhibition mutes right now."""
+        muted = inhibited(active, self.inhibitors)
+        silences = self.silences.active(now) if self.silences is not None else []
+        for alert in active:
+            labels = alert_labels(alert.rule, alert.labels, alert.severity)
+            if any(s.mutes(labels, now) for s in silences):
+                muted.add(alert.fingerprint)
+        return muted
+
+    def _unmuted(self, events: list[AlertEvent], active: list[AlertInstance], muted: set[str]) -> list[AlertEvent]:
+        # Drop what is muted now; drop resolves of alerts nobody was told about (muted until now);
+        # announce firing alerts whose silence expired or whose cause resolved.
+        kept = [
+            e for e in events
+            if e.fingerprint not in muted and not (e.kind is EventKind.RESOLVED and e.fingerprint in self._muted)
+        ]
+        announced = {e.fingerprint for e in kept}
+        for alert in active:
+            if alert.state == "firing" and alert.fingerprint in self._muted - muted and alert.fingerprint not in announced:
+                kept.append(AlertEvent(EventKind.FIRING, alert, reason="no longer silenced or inhibited"))
+        return kept
 
     def dispatch(
         self, events: list[AlertEvent], active: list[AlertInstance], now: datetime
     ) -> list[tuple[str, Notification]]:
         """Queue notifications for every group an event touched; return (receiver, notification) pairs."""
+        muted = self.muted(active, now)
+        events = self._unmuted(events, active, muted)
+        self._muted = muted
+        active = [a for a in active if a.fingerprint not in muted]
         touched: dict[str, list[AlertEvent]] = {}
         labels_of: dict[str, dict[str, str]] = {}
         for event in events:

@@ -71,6 +71,11 @@ def test_endpoints_answer_as_documented(tmp_path: Path):
                     assert "rocketwatch_rules 1.0" in text and "rocketwatch_outbox_depth 0.0" in text
                 async with http.get(f"{base}/api/alerts") as r:
                     assert await r.json() == {"alerts": []}
+                now = datetime.now(UTC)
+                daemon.silences.add(['group="orders"'], now, now + timedelta(hours=1), "ana", "deploy", now)
+                async with http.get(f"{base}/api/silences") as r:
+                    [silence] = (await r.json())["silences"]
+                    assert silence["matchers"] == ['group="orders"'] and silence["state"] == "active"
                 # A broken rule file: the reload is refused with the position, the old rules stay.
                 before = daemon.rulebook
                 rules.write_text(RULE.replace("cached_msg_count", "cached_msg_cnt"))

@@ -21,10 +21,10 @@ def test_fresh_file_is_migrated_to_the_latest_version(tmp_path):
 
 def test_new_migration_applies_on_reopen(tmp_path, monkeypatch):
     StateDB(tmp_path / "state.db").close()
-    monkeypatch.setattr(dbmod, "MIGRATIONS", [*dbmod.MIGRATIONS, "CREATE TABLE silences (id TEXT PRIMARY KEY);"])
+    monkeypatch.setattr(dbmod, "MIGRATIONS", [*dbmod.MIGRATIONS, "CREATE TABLE acks (id TEXT PRIMARY KEY);"])
     db = StateDB(tmp_path / "state.db")
     assert db.schema_version == len(dbmod.MIGRATIONS)
-    assert db.query("SELECT count(*) FROM silences")[0][0] == 0
+    assert db.query("SELECT count(*) FROM acks")[0][0] == 0
     db.close()
 
 

@@ -41,10 +41,12 @@ def span(group: str = "stuckGroup", queue: int = 3, value: float = 1500, severit
 class Cycle:
     """tracker.update -> dispatcher.dispatch, the daemon's cycle minus Spark."""
 
-    def __init__(self, db: StateDB, receivers: list[str], group_by=("alertname", "cluster", "group")) -> None:
+    def __init__(
+        self, db: StateDB, receivers: list[str], group_by=("alertname", "cluster", "group"), silences=None, inhibitors=()
+    ) -> None:
         self.tracker = AlertTracker(db)
         self.outbox = Outbox(db)
-        self.dispatcher = Dispatcher(self.outbox, receivers, list(group_by))
+        self.dispatcher = Dispatcher(self.outbox, receivers, list(group_by), silences, inhibitors)
 
     def run(self, findings: list[Finding], now: datetime):
         """One evaluation: advance the tracker and queue notifications; return what was queued."""
