@@ -1,5 +1,9 @@
 """Evaluate every rule against the sample store at one instant, in one Spark job.
 
+Each table is read once over the longest window any of its rules (or any view built on it)
+needs; views are computed from those windows; threshold rules of one table share one pass
+(spark/kinds/fused.py); every plan is unioned and collected once.
+
     evaluator = Evaluator(get_session(), "/var/lib/rocketwatch/store")
     findings = evaluator.evaluate(ruleset.rules, now, stale_after=timedelta(seconds=60))
 
@@ -19,12 +23,20 @@ from pyspark.sql import DataFrame, SparkSession
 
 from rules.findings import Finding
 from rules.kinds.base import RuleBase
+from rules.tables import TABLES
 from spark.kinds import KINDS
 from spark.kinds.common import OUTPUT_COLUMNS, lookback
+from spark.kinds.fused import fusable, plan_fused
 from spark.render import to_finding
 from spark.store_reader import partition_paths, read_window
+from spark.views import VIEW_DEFS, compute_view
 
 log = logging.getLogger(__name__)
+
+
+def needed(rule: RuleBase, stale_after: timedelta) -> timedelta:
+    """How far before `now` a rule reads: the stale lookback, or its `over:` window plus stale_after."""
+    return max(lookback(stale_after), rule.window() + stale_after)
 
 
 class Evaluator:
@@ -40,24 +52,70 @@ class Evaluator:
         by_table: dict[str, list[RuleBase]] = defaultdict(list)
         for rule in rules:
             by_table[rule.table].append(rule)
+        windows, present = self._windows(by_table, now, stale_after)
         outputs: list[DataFrame] = []
-        for table_rules in by_table.values():
-            table = table_rules[0].table_def
-            start = now - max(lookback(r.stale_after or stale_after) for r in table_rules)
-            if not partition_paths(self.store_root, table, start, now):
+        for name, table_rules in by_table.items():
+            sources = VIEW_DEFS[name].sources if name in VIEW_DEFS else (name,)
+            if sources[0] not in present:
                 # No samples yet (a fresh store, a collector not configured): nothing to find, and
                 # nothing to call no_data either, since no series was ever seen in the window.
                 continue
-            window = read_window(self.spark, self.store_root, table, start, now)
+            frame = compute_view(name, windows) if name in VIEW_DEFS else windows[name]
+            fused: dict[timedelta, list[RuleBase]] = defaultdict(list)
             for rule in table_rules:
+                if fusable(rule):
+                    fused[rule.stale_after or stale_after].append(rule)
+            for stale, group in fused.items():
                 try:
-                    outputs.append(KINDS[rule.kind](rule, window, now, rule.stale_after or stale_after))
+                    outputs.append(plan_fused(group, frame, now, stale))
                 except Exception:
-                    # One rule Spark cannot plan must not blind every other rule of the cycle.
-                    log.exception("rule %s: cannot build its plan; skipped this cycle", rule.alert)
+                    log.exception("rules %s: cannot fuse their plans; planning them one by one",
+                                  ", ".join(r.alert for r in group))
+                    outputs.extend(self._plan_each(group, frame, now, stale_after))
+            outputs.extend(self._plan_each([r for r in table_rules if not fusable(r)], frame, now, stale_after))
         if not outputs:
             return None
         return reduce(DataFrame.unionByName, outputs).select(*OUTPUT_COLUMNS)
+
+    @staticmethod
+    def _plan_each(rules: Sequence[RuleBase], frame: DataFrame, now: datetime,
+                   stale_after: timedelta) -> list[DataFrame]:
+        """Each rule's own plan; a rule Spark cannot plan is logged and skipped."""
+        outputs = []
+        for rule in rules:
+            try:
+                outputs.append(KINDS[rule.kind](rule, frame, now, rule.stale_after or stale_after))
+            except Exception:
+                # One rule Spark cannot plan must not blind every other rule of the cycle.
+                log.exception("rule %s: cannot build its plan; skipped this cycle", rule.alert)
+        return outputs
+
+    def _windows(self, by_table: dict[str, list[RuleBase]], now: datetime,
+                 stale_after: timedelta) -> tuple[dict[str, DataFrame], set[str]]:
+        """Each table read once, over the longest window any rule (or view) reading it needs.
+
+        Returns the windows by table name and the names of the tables that have samples in them.
+        """
+        starts: dict[str, datetime] = {}
+        view_sources: set[str] = set()
+        for name, table_rules in by_table.items():
+            start = now - max(needed(r, r.stale_after or stale_after) for r in table_rules)
+            sources = VIEW_DEFS[name].sources if name in VIEW_DEFS else (name,)
+            if name in VIEW_DEFS:
+                view_sources.update(sources)
+            for source in sources:
+                starts[source] = min(start, starts.get(source, start))
+        windows: dict[str, DataFrame] = {}
+        present: set[str] = set()
+        for name, start in starts.items():
+            table = TABLES[name]
+            if partition_paths(self.store_root, table, start, now):
+                present.add(name)
+            elif name not in view_sources:
+                continue
+            # A view's optional source with no files still needs a typed (empty) frame to join.
+            windows[name] = read_window(self.spark, self.store_root, table, start, now)
+        return windows, present
 
     def evaluate(self, rules: Sequence[RuleBase], now: datetime, stale_after: timedelta) -> list[Finding]:
         """Findings of `rules` at `now`; series older than `stale_after` (unless a rule sets its own) are no_data."""

@@ -33,6 +33,14 @@ class _Inputs(dict[str, str]):
         return "{" + key + "}"
 
 
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
 def _inputs(rule: RuleBase, row: Mapping[str, Any]) -> _Inputs:
     values = _Inputs()
     table = rule.table_def
@@ -40,7 +48,8 @@ def _inputs(rule: RuleBase, row: Mapping[str, Any]) -> _Inputs:
         column = table.column(name)
         if text is None:
             values[name] = "n/a"
-        elif column is not None and column.type == FLOAT64:
+        elif (column is not None and column.type == FLOAT64) or (column is None and _is_number(text)):
+            # Kind-computed values (peer_value, peers...) arrive as Spark's text of a double: 100.0.
             values[name] = format_number(float(text))
         else:
             values[name] = text

@@ -5,14 +5,14 @@ from __future__ import annotations
 import re
 import string
 from datetime import timedelta
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from rules.durations import Duration
 from rules.expressions import Expression, validate
 from rules.findings import RuleTiming
-from rules.tables import TABLES, Table
+from rules.tables import TABLES, VIEWS, Table
 
 Reduce = Literal["max", "min", "sum", "avg", "count", "count_distinct"]
 
@@ -58,11 +58,17 @@ class RuleBase(BaseModel):
             raise ValueError(f"alert name must be CamelCase letters and digits, like ProcessQueueSpanTooLong; got {value!r}")
         return value
 
+    # Template names a kind computes besides value/threshold/severity (e.g. peer's `peer_value`).
+    extra_template_values: ClassVar[tuple[str, ...]] = ()
+
     @field_validator("table")
     @classmethod
     def _known_table(cls, value: str) -> str:
-        if value not in TABLES:
-            raise ValueError(f"unknown table {value!r}; known tables: {', '.join(sorted(TABLES))}")
+        if value not in TABLES and value not in VIEWS:
+            raise ValueError(
+                f"unknown table {value!r}; known tables: {', '.join(sorted(TABLES))}; "
+                f"views: {', '.join(sorted(VIEWS))}"
+            )
         return value
 
     @field_validator("labels")
@@ -75,8 +81,22 @@ class RuleBase(BaseModel):
 
     @property
     def table_def(self) -> Table:
-        """The table this rule reads."""
-        return TABLES[self.table]
+        """The table (or view) this rule reads."""
+        return TABLES[self.table] if self.table in TABLES else VIEWS[self.table]
+
+    @property
+    def is_view(self) -> bool:
+        """True when the rule reads a view computed from several tables (spark/views.py)."""
+        return self.table in VIEWS
+
+    def window(self) -> timedelta:
+        """How far back before `now` the rule needs samples besides the stale lookback; kinds with `over:` extend it."""
+        return timedelta(0)
+
+    @property
+    def template_values(self) -> tuple[str, ...]:
+        """Names a template may use that the evaluation fills in (not table columns)."""
+        return TEMPLATE_VALUES + self.extra_template_values
 
     @property
     def group_by(self) -> tuple[str, ...]:
@@ -102,7 +122,7 @@ class RuleBase(BaseModel):
         names: list[str] = list(self.group_by)
         for field in TEMPLATE_FIELDS:
             for name in template_names(getattr(self, field)):
-                if name not in names and name not in TEMPLATE_VALUES and self.table_def.column(name):
+                if name not in names and name not in self.template_values and self.table_def.column(name):
                     names.append(name)
         return tuple(names)
 
@@ -125,7 +145,7 @@ class RuleBase(BaseModel):
                 re.compile(pattern)
             except re.error as exc:
                 problems.append((("exclude", name), f"invalid regex {pattern!r}: {exc}"))
-        allowed = set(self.group_by) | set(table.column_names) | set(TEMPLATE_VALUES)
+        allowed = set(self.group_by) | set(table.column_names) | set(self.template_values)
         for field in TEMPLATE_FIELDS:
             problems.extend(((field,), msg) for msg in _template_problems(getattr(self, field), allowed))
         return problems

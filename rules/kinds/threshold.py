@@ -54,10 +54,17 @@ class ThresholdRule(RuleBase):
         found: dict[tuple[str | int, ...], Expression] = {("value",): self.value}
         if self.where is not None:
             found[("where",)] = self.where
-        for side in ("above", "below"):
-            levels: Levels | None = getattr(self, side)
-            for level in ("warning", "critical"):
-                expr = getattr(levels, level) if levels else None
-                if expr is not None:
-                    found[(side, level)] = expr
+        found.update(level_expressions(self))
         return found
+
+
+def level_expressions(rule: object) -> dict[tuple[str | int, ...], Expression]:
+    """The `above`/`below` level expressions of any kind that has them, keyed by field path."""
+    found: dict[tuple[str | int, ...], Expression] = {}
+    for side in ("above", "below"):
+        levels: Levels | None = getattr(rule, side, None)
+        for level in ("warning", "critical"):
+            expr = getattr(levels, level) if levels else None
+            if expr is not None:
+                found[(side, level)] = expr
+    return found

@@ -62,3 +62,30 @@ def label_map(rule: RuleBase, column: Callable[[str], Column] = F.col) -> Column
     pairs = [(name, column(name)) for name in rule.group_by]
     pairs += [(name, F.lit(value)) for name, value in rule.labels.items()]
     return string_map(pairs)
+
+
+def in_window(df: DataFrame, start: datetime, now: datetime) -> DataFrame:
+    """Rows with start <= ts <= now: the samples of an `over:` window."""
+    return df.where((F.col("ts") >= F.lit(start)) & (F.col("ts") <= F.lit(now)))
+
+
+def where_true(df: DataFrame, condition: Column | None) -> DataFrame:
+    """Rows where `condition` is true (null counts as false); all rows when there is no condition."""
+    return df if condition is None else df.where(F.coalesce(condition, F.lit(False)))
+
+
+def newest_of(columns: list[str], alias: str = "_newest") -> Column:
+    """Aggregate: the struct of `columns` from the row with the largest ts (unpack with unpack_newest)."""
+    return F.max_by(F.struct(*columns), F.col("ts")).alias(alias)
+
+
+def unpack_newest(df: DataFrame, columns: list[str], alias: str = "_newest") -> DataFrame:
+    """Replace the struct made by newest_of with its fields as top-level columns."""
+    if not columns:
+        return df.drop(alias)
+    return df.withColumns({name: F.col(alias)[name] for name in columns}).drop(alias)
+
+
+def seconds_between(later: Column, earlier: Column) -> Column:
+    """later - earlier in seconds (double), for timestamp columns."""
+    return (F.unix_micros(later) - F.unix_micros(earlier)).cast("double") / 1_000_000

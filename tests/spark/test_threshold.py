@@ -115,7 +115,9 @@ def scenario(tmp_path_factory):
 def findings(spark, scenario, tmp_path_factory):
     rules_dir = tmp_path_factory.mktemp("rules")
     (rules_dir / "custom.yaml").write_text(CUSTOM_RULES)
-    rules = load_rule_files(["builtin", rules_dir]).rules
+    # The built-in span rule plus the custom ones: other built-in rules have their own tests.
+    rules = [r for r in load_rule_files(["builtin", rules_dir]).rules
+             if r.alert == "ProcessQueueSpanTooLong" or r.alert in CUSTOM_RULES]
     return Evaluator(spark, scenario.root).evaluate(rules, NOW, STALE)
 
 
@@ -192,6 +194,29 @@ def test_exclude_override_and_empty_store(spark, scenario, tmp_path):
         pack, {"ProcessQueueSpanTooLong": RuleOverride.model_validate({"exclude": {"group": "stuck.*|perRow.*"}})}
     )
     assert errors == []
-    found = Evaluator(spark, scenario.root).evaluate(tuned.rules, NOW, STALE)
+    found = Evaluator(spark, scenario.root).evaluate([tuned.get("ProcessQueueSpanTooLong")], NOW, STALE)
     assert {f.labels["group"] for f in found} == {"warnGroup", "staleGroup"}
     assert Evaluator(spark, tmp_path / "empty").evaluate(pack.rules, NOW, STALE) == []
+
+
+def test_fused_pass_gives_the_same_findings_as_one_plan_per_rule(spark, scenario, findings, tmp_path):
+    from functools import reduce
+
+    from pyspark.sql import DataFrame
+
+    from rules.tables import PROCESS_QUEUE
+    from spark.kinds.threshold import plan_threshold
+    from spark.render import to_finding
+    from spark.store_reader import read_window
+
+    rules_dir = tmp_path / "rules"
+    rules_dir.mkdir()
+    (rules_dir / "custom.yaml").write_text(CUSTOM_RULES)
+    rules = [r for r in load_rule_files(["builtin", rules_dir]).rules
+             if r.alert == "ProcessQueueSpanTooLong" or r.alert in CUSTOM_RULES]
+    window = read_window(spark, scenario.root, PROCESS_QUEUE, NOW - timedelta(minutes=10), NOW)
+    plans = [plan_threshold(r, window, NOW, STALE) for r in rules if r.table == "process_queue"]
+    by_name = {r.alert: r for r in rules}
+    one_by_one = [to_finding(by_name[row["rule"]], row.asDict()) for row in reduce(DataFrame.unionByName, plans).collect()]
+    one_by_one.sort(key=lambda f: (f.rule, sorted(f.labels.items())))
+    assert one_by_one == findings and len(findings) > 10

@@ -1,0 +1,40 @@
+"""The `absent` plan: `by` groups seen in the `over:` window whose newest sample is older than stale_after.
+
+The alert's value is the seconds from the group's newest sample to `now`; it fires with the rule's
+severity past stale_after, critical past critical_after. Absence is the finding: never no_data.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from rules.kinds.absent import AbsentRule
+from spark.expressions import compile_expression
+from spark.kinds.common import excluded, in_window, newest_of, seconds_between, unpack_newest, where_true
+from spark.kinds.levels import duration_judge, emit
+
+
+def plan_absent(rule: AbsentRule, df: DataFrame, now: datetime, stale_after: timedelta) -> DataFrame:
+    """Findings of `rule` over the table window `df`, in the normalised output shape."""
+    table = rule.table_def
+    where = compile_expression(rule.where.tree, table, now) if rule.where is not None else None
+    rows = where_true(excluded(in_window(df, now - rule.over, now), rule), where)
+    inputs = rule.template_inputs()
+    carried = [c for c in inputs if c not in rule.group_by]
+    groups = rows.groupBy(*rule.group_by).agg(F.max("ts").alias("_last"), newest_of(carried))
+    groups = unpack_newest(groups, carried).withColumns({
+        "_fresh": F.lit(True),
+        "_value": seconds_between(F.lit(now), F.col("_last")),
+    })
+    # Strictly older than stale_after: a sample exactly stale_after old still counts as fresh elsewhere.
+    silent = stale_after.total_seconds()
+    critical = rule.critical_after.total_seconds() if rule.critical_after is not None else None
+
+    def judge(value: Column) -> tuple[Column, Column]:
+        severity, threshold = duration_judge(silent, critical, rule.severity)(value)
+        return F.when(value > F.lit(silent), severity), F.when(value > F.lit(silent), threshold)
+
+    return emit(groups, rule, inputs, judge=judge)

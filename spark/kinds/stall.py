@@ -1,0 +1,67 @@
+"""The `stall` plan: how long each series' value has been frozen with work waiting.
+
+Semantics:
+- Samples are the series' rows in [now - (longest stall measured) - stale_after, now].
+- A sample is "stalled" when its value equals the newest value and `while` is true on it.
+  The stall began at the first sample after the last non-stalled one (or at the oldest sample
+  read); its length is newest sample ts - that sample's ts, in seconds (the alert's value).
+- `moving`, when given, must have taken more than one value during the stall (the client kept
+  pulling while its cache stood still).
+- Fires with `severity` when the stall is at least `over`, critical at least `critical_after`.
+- `where` filters series on their newest sample; a series whose newest sample is older than
+  stale_after is no_data. `by` coarser than the key reduces the stall lengths (`reduce:`).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+
+from rules.expressions import Expression
+from rules.kinds.stall import StallRule
+from spark.expressions import compile_expression
+from spark.kinds.common import excluded, in_window, newest_of, seconds_between, unpack_newest
+from spark.kinds.levels import duration_judge, finish, level_columns
+
+
+def plan_stall(rule: StallRule, df: DataFrame, now: datetime, stale_after: timedelta) -> DataFrame:
+    """Findings of `rule` over the table window `df`, in the normalised output shape."""
+    table = rule.table_def
+    key = table.key
+
+    def compiled(expr: Expression | None, default: bool | None) -> Column:
+        return compile_expression(expr.tree, table, now) if expr is not None else F.lit(default)
+
+    rows = excluded(in_window(df, now - rule.window() - stale_after, now), rule)
+    rows = rows.withColumns({
+        "_v": compiled(rule.value, None),
+        "_w": F.coalesce(compiled(rule.while_, True), F.lit(False)),
+        "_m": compiled(rule.moving, None),
+        "_where": F.coalesce(compiled(rule.where, True), F.lit(False)),
+    })
+    series_window = Window.partitionBy(*key)
+    current = F.max_by("_v", "ts").over(series_window)
+    broken = ~F.col("_v").eqNullSafe(current) | ~F.col("_w")
+    rows = rows.withColumn("_broken_at", F.max(F.when(broken, F.col("ts"))).over(series_window))
+    in_stall = F.col("_broken_at").isNull() | (F.col("ts") > F.col("_broken_at"))
+    inputs = rule.template_inputs()
+    carried = [c for c in (*inputs, "_where") if c not in key]
+    series = rows.groupBy(*key).agg(
+        F.min(F.when(in_stall, F.col("ts"))).alias("_since"),
+        F.max("ts").alias("_last"),
+        F.count_distinct(F.when(in_stall, F.col("_m"))).alias("_moves"),
+        newest_of(carried),
+    )
+    series = unpack_newest(series, carried).where(F.col("_where"))
+    stalled = seconds_between(F.col("_last"), F.col("_since"))
+    if rule.moving is not None:
+        stalled = F.when(F.col("_moves") > 1, stalled)
+    series = series.withColumns({
+        "_fresh": F.col("_last") >= F.lit(now - stale_after),
+        "_value": stalled,
+        **level_columns(rule, now),
+    })
+    critical = rule.critical_after.total_seconds() if rule.critical_after is not None else None
+    return finish(series, rule, inputs, judge=duration_judge(rule.over.total_seconds(), critical, rule.severity))

@@ -1,0 +1,115 @@
+"""Views (DESIGN §4): derived tables computed from the windows of the sample tables.
+
+Each view is declared in rules.tables.VIEWS (columns, key, descriptions) and built here from
+the DataFrames of its source tables over the evaluation window, one row per key per sample ts.
+Rows of different tables are joined on `ts`: one collection cycle stamps everything it writes
+with the same ts, so a group whose client list came back empty in that cycle has 0 clients.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+
+from rules.tables import LAGGING_MESSAGES, VIEWS, Table
+from spark.schema import SPARK_TYPES
+
+
+@dataclass(frozen=True)
+class ViewDef:
+    """How to compute one view: the tables it reads (the first is required) and the builder."""
+
+    sources: tuple[str, ...]
+    build: Callable[[Mapping[str, DataFrame]], DataFrame]
+
+
+def _typed(df: DataFrame, view: Table) -> DataFrame:
+    """Exactly the view's declared columns, in order, with their declared types."""
+    return df.select(*[F.col(c.name).cast(SPARK_TYPES[c.type]).alias(c.name) for c in view.columns])
+
+
+def _sum0(column: str | Column) -> Column:
+    return F.coalesce(F.sum(column), F.lit(0))
+
+
+def _consumer_group(w: Mapping[str, DataFrame]) -> DataFrame:
+    queues = w["consumer_queue"]
+    cycle = ["ts", "cluster", "group"]
+    per_topic = queues.where(F.col("topic_kind") != "retry").groupBy(*cycle, "topic").agg(
+        F.count("*").alias("queues"), _sum0("lag").alias("lag"), _sum0("available").alias("available"),
+        F.max("consume_delay_ms").alias("max_consume_delay_ms"),
+    )
+    retry_lag = queues.where(F.col("topic_kind") == "retry").groupBy(*cycle).agg(_sum0("lag").alias("retry_lag"))
+    clients = w["consumer_client"]
+    online = clients.groupBy(*cycle).agg(
+        F.count_distinct("client_id").alias("online_clients"),
+        F.max(F.col("message_model") == "BROADCASTING").alias("is_broadcast"),
+    )
+    # subscriptions is 'topic=expr;topic=expr': an expression other than * means server-side
+    # filtering, so the broker's lag counts messages this group will never receive (ref §7).
+    entry = F.explode(F.split(F.coalesce(F.col("subscriptions"), F.lit("")), ";")).alias("_sub")
+    subs = clients.select(*cycle, entry).select(
+        *cycle, F.substring_index("_sub", "=", 1).alias("topic"),
+        F.trim(F.regexp_extract("_sub", r"^[^=]*=(.*)$", 1)).alias("_expr"),
+    )
+    filtered = subs.groupBy(*cycle, "topic").agg(F.max(~F.col("_expr").isin("*", "")).alias("tag_filtered"))
+    status = w["consumer_status"].groupBy(*cycle, "topic").agg(
+        _sum0("consume_ok_tps").alias("consume_ok_tps"), _sum0("consume_failed_tps").alias("consume_failed_tps"),
+    )
+    written = w["topic_queue"].where(F.col("group").isNotNull()).groupBy(*cycle).agg(
+        _sum0(F.when(F.col("topic_kind") == "dlq", F.col("max_offset"))).alias("dlq_total"),
+        _sum0(F.when(F.col("topic_kind") == "retry", F.col("max_offset"))).alias("retry_total"),
+    )
+    rows = (per_topic.join(retry_lag, cycle, "left").join(online, cycle, "left")
+            .join(filtered, [*cycle, "topic"], "left").join(status, [*cycle, "topic"], "left")
+            .join(written, cycle, "left"))
+    topic_cycle = Window.partitionBy("ts", "cluster", "topic")
+    lagging = (F.col("lag") > LAGGING_MESSAGES).cast("long")
+    rows = rows.withColumns({
+        "retry_lag": F.coalesce("retry_lag", F.lit(0)),
+        "online_clients": F.coalesce("online_clients", F.lit(0)),
+        "is_broadcast": F.coalesce("is_broadcast", F.lit(False)),
+        "tag_filtered": F.coalesce("tag_filtered", F.lit(False)),
+        "consume_ok_tps": F.coalesce("consume_ok_tps", F.lit(0.0)),
+        "consume_failed_tps": F.coalesce("consume_failed_tps", F.lit(0.0)),
+        "dlq_total": F.coalesce("dlq_total", F.lit(0)),
+        "retry_total": F.coalesce("retry_total", F.lit(0)),
+        "peer_groups": F.count("*").over(topic_cycle) - 1,
+        "peer_groups_lagging": F.sum(lagging).over(topic_cycle) - lagging,
+    })
+    return rows
+
+
+def _queue_owner(w: Mapping[str, DataFrame]) -> DataFrame:
+    held = w["process_queue"].where(~F.col("dropped"))
+    return held.groupBy("ts", "cluster", "group", "topic", "broker", "queue_id").agg(
+        F.count_distinct("client_id").alias("owners"),
+        F.array_join(F.array_sort(F.collect_set("client_id")), ",").alias("clients"),
+    )
+
+
+def _topic_activity(w: Mapping[str, DataFrame]) -> DataFrame:
+    per_broker = w["topic_queue"].groupBy("ts", "cluster", "topic", "broker").agg(
+        F.first("topic_kind").alias("topic_kind"), _sum0("max_offset").alias("max_offset_total"),
+        F.max("last_update_ts").alias("last_update_ts"),
+    )
+    masters = w["broker"].where(F.col("broker_id") == 0).groupBy("ts", "cluster", "broker").agg(
+        F.max("put_tps").alias("broker_put_tps")
+    )
+    age = (F.unix_micros(F.col("ts")) - F.unix_micros(F.col("last_update_ts"))).cast("double") / 1_000_000
+    return per_broker.join(masters, ["ts", "cluster", "broker"], "left").withColumn("update_age_s", age)
+
+
+VIEW_DEFS: dict[str, ViewDef] = {
+    "consumer_group": ViewDef(("consumer_queue", "consumer_client", "consumer_status", "topic_queue"), _consumer_group),
+    "queue_owner": ViewDef(("process_queue",), _queue_owner),
+    "topic_activity": ViewDef(("topic_queue", "broker"), _topic_activity),
+}
+
+
+def compute_view(name: str, windows: Mapping[str, DataFrame]) -> DataFrame:
+    """The view `name` from its source tables' windows (each a DataFrame with derived columns)."""
+    return _typed(VIEW_DEFS[name].build(windows), VIEWS[name])
