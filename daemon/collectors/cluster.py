@@ -16,9 +16,16 @@ import re
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any, TypeVar
 
+from daemon.collectors.broker_runtime import broker_row
+from daemon.collectors.client_rows import (
+    DLQ_PREFIX,
+    consumer_client_rows,
+    consumer_status_rows,
+    topic_queue_rows,
+)
 from daemon.collectors.remoting.admin import AdminClient
 from daemon.collectors.remoting.bodies import (
     ClusterInfo,
@@ -28,7 +35,8 @@ from daemon.collectors.remoting.bodies import (
     consumer_settings,
 )
 from daemon.collectors.remoting.codes import RequestCode
-from daemon.collectors.remoting.errors import ConsumerNotOnline, RemotingError
+from daemon.collectors.remoting.errors import ConsumerNotOnline, RemotingError, TopicNotExist
+from daemon.collectors.timeconv import ms_to_datetime
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +45,10 @@ T = TypeVar("T")
 PROCESS_QUEUE = "process_queue"
 CONSUMER_QUEUE = "consumer_queue"
 COLLECTOR_HEALTH = "collector_health"
+CONSUMER_STATUS = "consumer_status"
+CONSUMER_CLIENT = "consumer_client"
+TOPIC_QUEUE = "topic_queue"
+BROKER = "broker"
 
 RETRY_PREFIX = "%RETRY%"
 BROADCASTING = "BROADCASTING"
@@ -56,22 +68,9 @@ SYSTEM_GROUP_NAMES = frozenset(
 )
 SYSTEM_GROUP_PATTERN = re.compile(r"^(?:CID_RMQ_SYS_|CID_ONSAPI_)")
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-
-
 def is_system_group(group: str) -> bool:
     """True for groups RocketMQ itself creates (TOOLS_CONSUMER, CID_RMQ_SYS_*, …)."""
     return group in SYSTEM_GROUP_NAMES or SYSTEM_GROUP_PATTERN.match(group) is not None
-
-
-def ms_to_datetime(ms: int | None) -> datetime | None:
-    """A tz-aware UTC datetime from epoch milliseconds; None for 0, negative or absurd values."""
-    if ms is None or ms <= 0:
-        return None
-    try:
-        return _EPOCH + timedelta(milliseconds=ms)
-    except OverflowError:
-        return None
 
 
 @dataclass
@@ -100,6 +99,12 @@ class _Cycle:
     health: list[dict[str, Any]] = field(default_factory=list)
     process_queue: list[dict[str, Any]] = field(default_factory=list)
     consumer_queue: list[dict[str, Any]] = field(default_factory=list)
+    consumer_status: list[dict[str, Any]] = field(default_factory=list)
+    consumer_client: list[dict[str, Any]] = field(default_factory=list)
+    topic_queue: list[dict[str, Any]] = field(default_factory=list)
+    broker: list[dict[str, Any]] = field(default_factory=list)
+    # Topics worth a GET_TOPIC_STATS_INFO per master: those the groups consume or subscribe.
+    topics: dict[str, set[str]] = field(default_factory=dict)
     online_groups: set[str] = field(default_factory=set)
     clients: int = 0
 
@@ -158,8 +163,8 @@ def _error_text(error: Exception | None) -> str:
     return text or type(error).__name__
 
 
-async def _discover(cycle: _Cycle, namesrv_addrs: Iterable[str]) -> list[tuple[str, str]] | None:
-    """(broker name, master addr) of the cluster from the first name server that knows it."""
+async def _discover(cycle: _Cycle, namesrv_addrs: Iterable[str]) -> ClusterInfo | None:
+    """The cluster info from the first name server that knows the cluster."""
     code = RequestCode.GET_BROKER_CLUSTER_INFO
     for ns in namesrv_addrs:
         info, _ = await cycle.call(
@@ -172,8 +177,39 @@ async def _discover(cycle: _Cycle, namesrv_addrs: Iterable[str]) -> list[tuple[s
             known = ", ".join(sorted(info.clusters)) or "none"
             cycle.fail_row(ns, code, f"namesrv {ns} knows no cluster {cycle.cluster!r} (known: {known})")
             continue
-        return _masters(info, cycle.cluster)
+        return info
     return None
+
+
+def _all_addrs(info: ClusterInfo, cluster: str) -> list[tuple[str, int, str]]:
+    """(broker name, broker id, addr) of every master and slave of the cluster."""
+    return [
+        (name, broker_id, addr)
+        for name in sorted(info.clusters.get(cluster, []))
+        if (broker := info.brokers.get(name)) is not None
+        for broker_id, addr in sorted(broker.addrs.items())
+        if addr
+    ]
+
+
+async def _broker_runtime(cycle: _Cycle, name: str, broker_id: int, addr: str) -> None:
+    kv, _ = await cycle.call(
+        addr, RequestCode.GET_BROKER_RUNTIME_INFO,
+        lambda: cycle.admin.get_broker_runtime_info(addr, timeout=cycle.call_timeout),
+    )
+    if kv is not None:
+        cycle.broker.append(broker_row(cycle.cluster, cycle.now, name, broker_id, addr, kv))
+
+
+async def _topic_stats(cycle: _Cycle, name: str, addr: str, topic: str) -> None:
+    stats, error = await cycle.call(
+        addr, RequestCode.GET_TOPIC_STATS_INFO,
+        lambda: cycle.admin.get_topic_stats(addr, topic, timeout=cycle.call_timeout),
+        # No %DLQ% topic until the first dead letter, no topic on a broker that does not serve it.
+        answers=(TopicNotExist,),
+    )
+    if stats is not None:
+        cycle.topic_queue.extend(topic_queue_rows(cycle.cluster, cycle.now, name, topic, stats))
 
 
 def _masters(info: ClusterInfo, cluster: str) -> list[tuple[str, str]]:
@@ -224,6 +260,7 @@ async def _running_info(cycle: _Cycle, addr: str, group: str, client_id: str) ->
     )
     if info is not None:
         cycle.process_queue.extend(process_queue_rows(cycle.cluster, cycle.now, group, client_id, info))
+        cycle.consumer_status.extend(consumer_status_rows(cycle.cluster, cycle.now, group, client_id, info))
 
 
 async def _consume_stats(cycle: _Cycle, addr: str, group: str) -> None:
@@ -233,7 +270,9 @@ async def _consume_stats(cycle: _Cycle, addr: str, group: str) -> None:
         lambda: cycle.admin.get_consume_stats(addr, group, timeout=cycle.call_timeout),
     )
     if stats is not None:
-        cycle.consumer_queue.extend(consumer_queue_rows(cycle.cluster, cycle.now, group, stats))
+        rows = consumer_queue_rows(cycle.cluster, cycle.now, group, stats)
+        cycle.consumer_queue.extend(rows)
+        cycle.topics.setdefault(addr, set()).update(r["topic"] for r in rows)
 
 
 async def _collect_group(cycle: _Cycle, group: str, addrs: list[str]) -> None:
@@ -245,11 +284,14 @@ async def _collect_group(cycle: _Cycle, group: str, addrs: list[str]) -> None:
         cycle.online_groups.add(group)
         cycle.clients += len(conn.connections)
         broadcasting = conn.message_model == BROADCASTING
+        cycle.consumer_client.extend(consumer_client_rows(cycle.cluster, cycle.now, group, conn))
         tasks += [_running_info(cycle, addr, group, cid) for cid in sorted(set(conn.client_ids))]
     if not broadcasting:
         # Broadcasting groups keep offsets on the clients; the broker's ConsumeStats mean nothing (ref §7).
         tasks += [_consume_stats(cycle, addr, group) for addr in addrs]
     await asyncio.gather(*tasks)
+    for addr in addrs:
+        cycle.topics.setdefault(addr, set()).update({RETRY_PREFIX + group, DLQ_PREFIX + group})
 
 
 def process_queue_rows(
@@ -327,16 +369,23 @@ async def collect_cluster(
     cycle = _Cycle(admin, cluster_name, now, call_timeout, asyncio.Semaphore(max(1, concurrency)))
     masters: list[tuple[str, str]] = []
     groups: dict[str, list[str]] = {}
-    found: list[tuple[str, str]] | None = None
+    found: ClusterInfo | None = None
     try:
         found = await _discover(cycle, list(namesrv_addrs))
         if found is not None:
-            masters = found
+            masters = _masters(found, cluster_name)
+            runtime = [_broker_runtime(cycle, n, i, a) for n, i, a in _all_addrs(found, cluster_name)]
             by_master = await _groups_by_master(cycle, masters)
             for _, addr in masters:
                 for group in by_master.get(addr, ()):
                     groups.setdefault(group, []).append(addr)
-            await asyncio.gather(*(_collect_group(cycle, g, addrs) for g, addrs in sorted(groups.items())))
+            await asyncio.gather(
+                *runtime, *(_collect_group(cycle, g, addrs) for g, addrs in sorted(groups.items()))
+            )
+            await asyncio.gather(
+                *(_topic_stats(cycle, name, addr, topic)
+                  for name, addr in masters for topic in sorted(cycle.topics.get(addr, ())))
+            )
     except Exception as exc:  # last line of defence: a bug yields a health row, not a dead daemon
         log.exception("collecting cluster %s failed", cluster_name)
         cycle.health.append(
@@ -360,6 +409,10 @@ def _result(
     rows = {
         PROCESS_QUEUE: cycle.process_queue,
         CONSUMER_QUEUE: cycle.consumer_queue,
+        CONSUMER_STATUS: cycle.consumer_status,
+        CONSUMER_CLIENT: cycle.consumer_client,
+        TOPIC_QUEUE: cycle.topic_queue,
+        BROKER: cycle.broker,
         COLLECTOR_HEALTH: cycle.health,
     }
     if not discovered:
@@ -373,7 +426,7 @@ def _result(
             f"{cycle.cluster}: {len(masters)} master(s), {len(groups)} group(s) "
             f"({len(cycle.online_groups)} online, {offline} offline), {cycle.clients} client(s); "
             f"{len(cycle.health)} call(s), {failed} failed; "
-            f"{len(cycle.process_queue)} process_queue, {len(cycle.consumer_queue)} consumer_queue row(s)"
+            + ", ".join(f"{len(v)} {k}" for k, v in rows.items() if k != COLLECTOR_HEALTH) + " row(s)"
         )
     return CollectResult(
         rows=rows,

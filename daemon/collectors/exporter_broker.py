@@ -12,8 +12,8 @@ from collections import defaultdict
 from datetime import datetime
 from typing import Any
 
-from daemon.collectors.cluster import ms_to_datetime
 from daemon.collectors.exporter_parse import Sample
+from daemon.collectors.timeconv import ms_to_datetime
 
 RUNTIME_PREFIX = "rocketmq_brokeruntime_"
 BROKER_NAME_SOURCES = ("rocketmq_broker_tps", "rocketmq_broker_qps")

@@ -88,6 +88,19 @@ class FakeAdmin:
         assert topic is None
         return bodies.decode_consume_stats(body(f"{self.rnd}_208_GET_CONSUME_STATS_{group}"))
 
+    async def get_topic_stats(self, addr: str, topic: str, *, timeout: float | None = None) -> Any:
+        await self._fault("202", topic, RequestCode.GET_TOPIC_STATS_INFO, addr)
+        captured = {"OrderTopic": "OrderTopic", "AuditTopic": "AuditTopic",
+                    "%RETRY%failGroup": "RETRY_failGroup", "%DLQ%failGroup": "DLQ_failGroup"}
+        if topic not in captured:
+            # What the broker answers for a topic it does not have (captured as t?_ERR_202_…).
+            raise response_error(addr, 202, 17, f"topic[{topic}] not exist", role="broker", context=f"topic {topic}")
+        return bodies.decode_topic_stats(body(f"{self.rnd}_202_GET_TOPIC_STATS_INFO_{captured[topic]}"))
+
+    async def get_broker_runtime_info(self, addr: str, *, timeout: float | None = None) -> Any:
+        await self._fault("28", addr, RequestCode.GET_BROKER_RUNTIME_INFO, addr)
+        return bodies.decode_kv_table(body(f"{self.rnd}_28_GET_BROKER_RUNTIME_INFO"))
+
 
 def collect(admin: FakeAdmin, namesrvs: list[str] | None = None, concurrency: int = 8) -> Any:
     return asyncio.run(
@@ -108,10 +121,16 @@ def rows_of(result: Any, table: str, **match: Any) -> list[dict[str, Any]]:
 
 @pytest.mark.parametrize("rnd", ["t1", "t2"])
 def test_full_cycle_from_captures(rnd: str, tmp_path: Any) -> None:
-    result = collect(FakeAdmin(rnd))
+    admin = FakeAdmin(rnd)
+    result = collect(admin)
     assert (result.masters, result.groups, result.online_groups, result.clients) == (1, 4, 4, 4)
-    # 106 + 201 + 4 × 203 + 4 × 307 + 4 × 208; system groups never queried.
-    assert result.calls == 14 and result.failed_calls == 0
+    # 106 + 28 + 201 + 4 × 203 + 4 × 307 + 4 × 208 + 202 for OrderTopic, AuditTopic and each
+    # group's %RETRY% and %DLQ%; system groups never queried.
+    groups = ("stuckGroup", "healthyGroup", "failGroup", "slowGroup")
+    assert {key for call, key in admin.calls if call == "202"} == {
+        "OrderTopic", "AuditTopic", *(f"%RETRY%{g}" for g in groups), *(f"%DLQ%{g}" for g in groups)
+    }
+    assert result.calls == 25 and result.failed_calls == 0
     assert all(r["ok"] and r["error"] is None for r in result.rows[COLLECTOR_HEALTH])
     assert {r["target"] for r in result.rows[COLLECTOR_HEALTH]} == {NAMESRV, BROKER}
 
@@ -147,6 +166,31 @@ def test_full_cycle_from_captures(rnd: str, tmp_path: Any) -> None:
     assert retry["topic_kind"] == "retry"
     stuck = rows_of(result, CONSUMER_QUEUE, group="stuckGroup")
     assert sum(r["broker_offset"] - r["consumer_offset"] for r in stuck) == (3712 if rnd == "t1" else 3778)
+
+    # The tables added for the rules: the README oracle values of each round.
+    dlq = rows_of(result, "topic_queue", topic="%DLQ%failGroup")
+    assert [(r["queue_id"], r["max_offset"], r["topic_kind"], r["group"]) for r in dlq] == [
+        (0, 1582 if rnd == "t1" else 1712, "dlq", "failGroup")
+    ]
+    (retry_tq,) = rows_of(result, "topic_queue", topic="%RETRY%failGroup")
+    assert (retry_tq["max_offset"], retry_tq["topic_kind"]) == ((3224 if rnd == "t1" else 3484), "retry")
+    audit = rows_of(result, "topic_queue", topic="AuditTopic")
+    assert [r["max_offset"] for r in audit] == [416 if rnd == "t1" else 448] * 4
+    (broker,) = result.rows["broker"]
+    assert (broker["broker"], broker["broker_id"], broker["addr"], broker["version"]) == (
+        "broker-a", 0, BROKER, "V4_9_7"
+    )
+    assert broker["remain_transient_buffers"] is None  # 2147483647: the pool is not in use
+    (status,) = rows_of(result, "consumer_status", group="stuckGroup", topic="OrderTopic")
+    assert (status["consume_ok_tps"], status["pull_tps"], status["consume_failed_msgs_1h"]) == (7.0, 7.0, 0)
+    fail_status = {r["topic"]: r for r in rows_of(result, "consumer_status", group="failGroup")}
+    if rnd == "t1":
+        assert fail_status["AuditTopic"]["consume_failed_tps"] == pytest.approx(2.0, abs=0.05)
+        assert fail_status["AuditTopic"]["consume_ok_tps"] == 0.0
+    (client,) = rows_of(result, "consumer_client", group="stuckGroup")
+    assert client["client_id"] == meta(f"{rnd}_clientIds.json")["stuckGroup"][0]
+    assert (client["message_model"], client["consume_type"]) == ("CLUSTERING", "CONSUME_PASSIVELY")
+    assert "OrderTopic=*" in client["subscriptions"]
 
     # Every row fits the table catalog exactly and is writable.
     store = ParquetStore(tmp_path)
@@ -227,7 +271,8 @@ def test_failing_broker_and_bugs_never_escape() -> None:
     admin = FakeAdmin()
     admin.faults[("201", BROKER)] = RemotingTimeout(BROKER, 201, 0.2)
     result = collect(admin)
-    assert result.groups == 0 and result.calls == 2 and result.failed_calls == 1
+    assert result.groups == 0 and result.calls == 3 and result.failed_calls == 1
+    assert len(result.rows["broker"]) == 1  # the broker runtime call does not depend on the groups
 
 
 def test_concurrency_is_bounded() -> None:
