@@ -17,7 +17,6 @@ from typing import Any
 from daemon.alerts.db import StateDB
 from daemon.alerts.tracker import AlertTracker
 from daemon.store.writer import ParquetStore
-from rules.loader import load_rule_files
 from rules.tables import TABLES
 from rules.testing import (
     ActiveAlert,
@@ -61,7 +60,10 @@ def run_case(spark: Any, loaded: LoadedTests, case: RuleTestCase, index: int) ->
     """Run one test case; returns (checks made, failures)."""
     from spark.evaluate import Evaluator  # keeps `rocketwatch check` and this module's import JVM-free
 
-    rules = list(load_rule_files(loaded.rule_paths).rules)
+    # Only the rules this case checks: rules never affect each other's alerts, and every rule
+    # left out is a Spark plan less at every step.
+    checked = {check.alertname for check in case.alert_rule_test}
+    rules = [r for r in loaded.rules if r.alert in checked]
     timings = {r.alert: r.timing for r in rules}
     interval = case.interval or loaded.spec.evaluation_interval
     name = case.name or f"test {index + 1}"
@@ -74,7 +76,7 @@ def run_case(spark: Any, loaded: LoadedTests, case: RuleTestCase, index: int) ->
         store = ParquetStore(Path(tmp) / "store")
         _write_input(store, case, interval)
         evaluator = Evaluator(spark, store.root)
-        db = StateDB(Path(tmp) / "state.db")
+        db = StateDB(":memory:")  # the tracker's real SQL, nothing left behind
         try:
             tracker = AlertTracker(db)
             offset = timedelta(0)
@@ -100,8 +102,12 @@ def run_case(spark: Any, loaded: LoadedTests, case: RuleTestCase, index: int) ->
 
 def run_test_file(spark: Any, path: str | Path) -> FileResult:
     """Run every case of one test file; RuleTestError (bad file) propagates to the caller."""
-    loaded = load_test_file(path)
-    result = FileResult(Path(path))
+    return run_loaded(spark, load_test_file(path))
+
+
+def run_loaded(spark: Any, loaded: LoadedTests) -> FileResult:
+    """Run every case of an already validated test file."""
+    result = FileResult(loaded.path)
     for i, case in enumerate(loaded.spec.tests):
         checks, failures = run_case(spark, loaded, case, i)
         result.checks += checks

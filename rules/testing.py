@@ -29,6 +29,7 @@ time for timestamps). This module parses and checks the file; daemon/rule_tests.
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -39,7 +40,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from rules.durations import Duration
-from rules.loader import RuleError, _parse_file, _plain, _position
+from rules.loader import RuleError, _parse_file, _plain, _position, load_rule_files
 from rules.tables import BOOL, FLOAT64, INT32, INT64, STRING, TABLES, TIMESTAMP, Column, Table
 
 _TERM = re.compile(r"^(?P<start>-?\d+(?:\.\d+)?)(?:(?P<sign>[+-])(?P<step>\d+(?:\.\d+)?))?x(?P<times>\d+)$")
@@ -108,6 +109,7 @@ class LoadedTests:
     path: Path
     spec: RuleTestFile
     rule_paths: list[str]
+    rules: list[Any] = field(default_factory=list)
 
 
 class RuleTestError(Exception):
@@ -235,7 +237,21 @@ def load_test_file(path: str | Path) -> LoadedTests:
     if problems:
         raise RuleTestError(problems)
     rule_paths = [p if p == "builtin" else str((path.parent / p).resolve()) for p in spec.rule_files]
-    return LoadedTests(path=path, spec=spec, rule_paths=rule_paths)
+    rules = list(load_rule_files(rule_paths).rules)  # RuleLoadError: the rule files' own positions
+    known = {r.alert for r in rules}
+    for ti, case in enumerate(spec.tests):
+        for ci, check in enumerate(case.alert_rule_test):
+            # A misspelt alertname with `exp_alerts: []` would otherwise pass for ever.
+            if check.alertname not in known:
+                loc = ["tests", ti, "alert_rule_test", ci, "alertname"]
+                line, col = _position(doc, loc)
+                close = difflib.get_close_matches(check.alertname, sorted(known), n=1)
+                hint = f"; did you mean {close[0]!r}?" if close else ""
+                problems.append(RuleError(str(path), line, col, None, None, ".".join(map(str, loc)),
+                                          f"no rule {check.alertname!r} in {', '.join(spec.rule_files)}{hint}"))
+    if problems:
+        raise RuleTestError(problems)
+    return LoadedTests(path=path, spec=spec, rule_paths=rule_paths, rules=rules)
 
 
 @dataclass(frozen=True)

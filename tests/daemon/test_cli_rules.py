@@ -8,7 +8,10 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from daemon.cli import main
+from daemon.cli_rules import parse_time
 from daemon.store.writer import ParquetStore
+from rules.tables import PROCESS_QUEUE
+from rules.testing import InputSeries, series_rows
 
 RULES = """\
 groups:
@@ -89,3 +92,103 @@ def test_schema_describes_rules_config_and_tests(capsys):
     assert "clusters" in json.loads(capsys.readouterr().out)["properties"]
     assert main(["schema", "rule-tests"]) == 0
     assert "tests" in json.loads(capsys.readouterr().out)["properties"]
+
+
+def test_times_are_iso_or_relative_to_now():
+    now = datetime(2026, 11, 22, 10, 0, tzinfo=UTC)
+    assert parse_time("-15m", now) == now - timedelta(minutes=15)
+    assert parse_time("now", now) == now
+    assert parse_time("2026-11-22T09:00:00Z", now) == datetime(2026, 11, 22, 9, 0, tzinfo=UTC)
+    # No zone means UTC, as every time in the store is.
+    assert parse_time("2026-11-22 09:00", now) == datetime(2026, 11, 22, 9, 0, tzinfo=UTC)
+    assert parse_time("2026-11-22T11:00:00+02:00", now) == datetime(2026, 11, 22, 9, 0, tzinfo=UTC)
+
+
+T0 = datetime(2026, 11, 22, 9, 0, tzinfo=UTC)
+TIMED_RULES = RULES.replace("above: {critical: 100}", "above: {warning: 100, critical: 400}\n        for: 1m")
+
+
+def _history(tmp_path):
+    """Queue 1 of group g: 2 idle samples, 250 cached (warning) for 2 minutes, 500 (critical), then drained."""
+    series = InputSeries(labels={"cluster": "c", "group": "g", "topic": "T", "broker": "b", "queue_id": 1,
+                                 "client_id": "x"},
+                         values={"cached_msg_count": "0x1 250x3 500x2 0x4"})
+    store = ParquetStore(tmp_path / "store")
+    store.append("process_queue", series_rows(PROCESS_QUEUE, series, T0, timedelta(seconds=30)), T0)
+    (tmp_path / "rules.yaml").write_text(TIMED_RULES)
+    return tmp_path / "store", tmp_path / "rules.yaml"
+
+
+@pytest.mark.spark
+def test_replay_prints_the_alert_timeline(spark, tmp_path, capsys):
+    store, rules = _history(tmp_path)
+    code = main(["replay", "--store", str(store), "--rules", str(rules), "--from", T0.isoformat(),
+                 "--to", (T0 + timedelta(minutes=6)).isoformat(), "--step", "30s", "--format", "json"])
+    assert code == 0
+    out = capsys.readouterr()
+    timeline = [json.loads(line) for line in out.out.splitlines()]
+    assert [(t["at"], t["state"], t["severity"]) for t in timeline] == [
+        ("2026-11-22T09:01:00Z", "pending", "warning"),
+        ("2026-11-22T09:02:00Z", "firing", "warning"),
+        ("2026-11-22T09:02:00Z", "severity", "critical"),
+        ("2026-11-22T09:03:00Z", "resolved", "critical"),
+    ] or timeline
+    assert timeline[0]["labels"]["queue_id"] == "1" and timeline[0]["summary"] == "g: 250 cached on queue 1"
+    assert "13 evaluation(s)" in out.err and "4 transition(s)" in out.err
+
+
+@pytest.mark.spark
+def test_eval_with_config_applies_overrides_and_relative_time(spark, tmp_path, capsys):
+    store, rules = _history(tmp_path)
+    config = tmp_path / "rocketwatch.yaml"
+    config.write_text(
+        "clusters: [{name: c, namesrv: ['127.0.0.1:9876']}]\n"
+        f"state_dir: {tmp_path / 'state'}\nstore_path: {store}\nrules: [{rules}]\n"
+        "evaluate: {stale_after: 10m}\n"
+        "rule_overrides:\n  BigCache: {above: {critical: 200}}\n"
+    )
+    # 09:01:30 has 250 cached: a warning by the file, critical by the operator's override.
+    code = main(["eval", "--config", str(config), "--at", "2026-11-22T09:01:30Z", "--format", "text"])
+    assert code == 0
+    assert capsys.readouterr().out == "critical BigCache: g: 250 cached on queue 1\n"
+    # Relative --at: an hour ago from now the store is empty, which is no finding, not an error.
+    assert main(["eval", "--config", str(config), "--at", "-1h", "--format", "json"]) == 0
+    assert capsys.readouterr().out == ""
+
+
+def test_eval_and_replay_reject_bad_input_with_status_2(tmp_path, capsys):
+    (tmp_path / "store").mkdir()
+    (tmp_path / "rules.yaml").write_text(RULES)
+    base = ["--store", str(tmp_path / "store"), "--rules", str(tmp_path / "rules.yaml")]
+    assert main(["eval", *base, "--at", "yesterday-ish"]) == 2
+    assert "--at 'yesterday-ish': give an ISO time" in capsys.readouterr().err
+    assert main(["replay", "--store", str(tmp_path / "nope"), "--from", "-1h"]) == 2
+    assert f"store {tmp_path / 'nope'} does not exist" in capsys.readouterr().err
+    assert main(["replay", *base, "--from", "-1h", "--to", "-2h"]) == 2
+    assert "is after --to" in capsys.readouterr().err
+    (tmp_path / "rules.yaml").write_text(RULES.replace("cached_msg_count", "cached_msgs"))
+    assert main(["eval", *base]) == 2
+    assert "cached_msgs" in capsys.readouterr().err
+
+
+def test_timeline_names_a_pending_alert_that_cleared_and_one_that_fired_at_once():
+    from daemon.replay import replay, steps
+    from rules.findings import Finding, RuleTiming
+
+    # Findings per evaluation time, as the evaluator would return them.
+    seen = {1: ["Slow", "Down"], 2: ["Down"]}
+
+    def evaluate(rules, now, stale_after):
+        minute = int((now - T0).total_seconds() // 60)
+        return [Finding(name, {"broker": "b"}, "critical", 1.0, 0.0, {"summary": f"{name} on b"})
+                for name in seen.get(minute, [])]
+
+    timings = {"Slow": RuleTiming("Slow", for_=timedelta(minutes=5)), "Down": RuleTiming("Down")}
+    times = list(steps(T0, T0 + timedelta(minutes=3), timedelta(minutes=1)))
+    timeline = [(t.at - T0, t.state, t.rule) for t in replay(evaluate, [], timings, times, timedelta(minutes=1))]
+    assert timeline == [
+        (timedelta(minutes=1), "pending", "Slow"),
+        (timedelta(minutes=1), "firing", "Down"),
+        (timedelta(minutes=2), "inactive", "Slow"),
+        (timedelta(minutes=3), "resolved", "Down"),
+    ]

@@ -93,3 +93,25 @@ def test_compare_lists_missing_and_unexpected_alerts():
     text = str(mismatch)
     assert 'expected, not found: Span{queue_id="3"} critical firing' in text
     assert 'found, not expected: Span{group="g",queue_id="4"} warning firing' in text
+
+
+def test_an_alertname_no_rule_file_defines_is_an_error_not_a_silent_pass(tmp_path):
+    (tmp_path / "rules.yaml").write_text(
+        "groups:\n  - name: t\n    rules:\n      - alert: BigCache\n        kind: threshold\n"
+        "        table: process_queue\n        value: cached_msg_count\n        above: {critical: 100}\n"
+        "        summary: s\n        diagnosis: d\n        next_steps: n\n"
+    )
+    path = tmp_path / "typo.test.yaml"
+    path.write_text(
+        "rule_files: [rules.yaml]\n"
+        "tests:\n"
+        "  - alert_rule_test:\n"
+        "      - eval_time: 1m\n"
+        "        alertname: BigCahce\n"
+        "        exp_alerts: []\n"
+    )
+    with pytest.raises(RuleTestError) as err:
+        load_test_file(path)
+    assert str(err.value) == (
+        f"{path}:5:20: tests.0.alert_rule_test.0.alertname: no rule 'BigCahce' in rules.yaml; did you mean 'BigCache'?"
+    )
