@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
+from daemon.http.status_page import add_routes as add_status_routes
+
 if TYPE_CHECKING:
     from daemon.app import Daemon
 
@@ -100,6 +102,7 @@ def build_app(daemon: Daemon) -> web.Application:
     app.router.add_get("/api/alerts", api_alerts)
     app.router.add_get("/api/silences", api_silences)
     app.router.add_post("/-/reload", reload)
+    add_status_routes(app)
     return app
 
 
