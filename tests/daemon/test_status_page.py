@@ -15,6 +15,7 @@ from config.loader import load_config
 from daemon.app import CycleRecord, Daemon
 from daemon.http.server import start_http
 from rules.findings import Finding, RuleTiming
+from tests.helpers.chromium import Chromium, chromium_path
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -258,3 +259,45 @@ def test_with_a_token_every_write_needs_it_and_the_page_never_shows_it(tmp_path:
         assert secret not in repr(daemon.config)
 
     serve(make_daemon(tmp_path, f", token: {secret}"), scenario)
+
+
+@pytest.mark.skipif(chromium_path() is None, reason="chromium is not installed; .ci/run installs it (apt-get install -y chromium)")
+def test_in_chromium_the_page_loads_clean_and_its_form_silences_an_alert(tmp_path: Path) -> None:
+    async def scenario(http: aiohttp.ClientSession, base: str, daemon: Daemon) -> None:
+        async with Chromium(tmp_path) as page:
+            await page.navigate(f"{base}/")
+            text = await page.evaluate("document.body.innerText")
+            assert "Alerts (1 firing, 1 pending)" in text and "BigCache" in text and "SlowPull" in text
+            assert "connection refused" in text and "No silences." in text
+            # The SlowPull row's link fills the form with that alert's labels; the operator adds the rest.
+            mark = page.mark()
+            await page.evaluate(
+                "document.querySelector('tr.pending a[href*=\"silence-form\"]').click()")
+            await page.wait_for("Page.loadEventFired", mark)
+            mark = page.mark()
+            await page.evaluate("""(() => {
+                const form = document.getElementById('silence-form');
+                form.duration.value = '2h';
+                form.author.value = 'ana';
+                form.comment.value = 'billing is being redeployed';
+                form.querySelector('button').click();
+            })()""")
+            await page.wait_for("Page.loadEventFired", mark)
+            [silence] = daemon.silences.all()
+            assert sorted(str(m) for m in silence.matchers) == [
+                'alertname="SlowPull"', 'cluster="prod"', 'group="billing"']
+            assert silence.created_by == "ana" and silence.ends_at - silence.starts_at > timedelta(minutes=119)
+            assert await page.evaluate("location.pathname + location.hash") == "/#silences"
+            text = await page.evaluate("document.body.innerText")
+            assert "billing is being redeployed" in text
+            assert await page.evaluate("document.querySelector('tr.pending').innerText.includes('(muted)')")
+            shot = await page.screenshot(tmp_path / "status-page.png")
+            # The expire button ends it.
+            mark = page.mark()
+            await page.evaluate(f"document.querySelector('tr[data-silence=\"{silence.id}\"] button').click()")
+            await page.wait_for("Page.loadEventFired", mark)
+            assert daemon.silences.all()[0].state(datetime.now(UTC)) == "expired"
+            assert page.console_errors() == []
+        assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 10_000
+
+    serve(make_daemon(tmp_path), scenario)
