@@ -23,7 +23,8 @@ table{border-collapse:collapse;margin:.4em 0;width:100%}
 td,th{border:1px solid #ddd;padding:.3em .5em;text-align:left;vertical-align:top;font-size:.92em}
 th{background:#eee}.group{margin:.8em 0;padding:.4em .6em;background:#fff;border:1px solid #ddd}
 .sev{color:#fff;padding:.1em .45em;border-radius:.3em;font-weight:600}
-.pending{opacity:.75}.label{font-family:monospace;background:#eceff1;padding:0 .3em;margin-right:.2em}
+.pending{opacity:.75}.label{display:inline-block;font-family:monospace;background:#eceff1;padding:0 .3em;
+margin:0 .2em .1em 0;word-break:break-all}details{margin-top:.3em}details p{white-space:pre-wrap;max-width:70em}
 .bad{color:#c62828;font-weight:600}.ok{color:#2e7d32}.muted{color:#757575}
 form.silence label{display:block;margin:.3em 0}form.silence textarea,form.silence input{width:28em}
 """
@@ -82,6 +83,13 @@ def _silence_link(alert: AlertInstance) -> str:
     return f'<a href="/?{escape(urlencode([("m", m) for m in matchers]))}#silence-form">silence…</a>'
 
 
+def _explain(notes: Mapping[str, str]) -> str:
+    # Diagnoses run to paragraphs: folded, so the table stays readable with many alerts.
+    parts = [f"<b>{title}</b><p>{escape(notes[key])}</p>"
+             for key, title in (("diagnosis", "diagnosis"), ("next_steps", "next steps")) if notes.get(key)]
+    return f"<details><summary>diagnosis and next steps</summary>{''.join(parts)}</details>" if parts else ""
+
+
 def _alert_row(alert: AlertInstance, now: datetime, muted: bool) -> str:
     notes = alert.annotations
     since = alert.fired_at if alert.state == "firing" and alert.fired_at else alert.active_at
@@ -93,14 +101,13 @@ def _alert_row(alert: AlertInstance, now: datetime, muted: bool) -> str:
         f"<td><b>{escape(alert.rule)}</b><br>{_labels(alert.labels)}</td>"
         f"<td>{_number(alert.value)} vs {_number(alert.threshold)}</td>"
         f'<td title="{escape(since.isoformat())}">{_ago(now, since)}</td>'
-        f"<td>{escape(notes.get('summary', ''))}</td><td>{escape(notes.get('diagnosis', ''))}</td>"
-        f"<td>{escape(notes.get('next_steps', ''))}</td><td>{_silence_link(alert)}</td></tr>"
+        f"<td>{escape(notes.get('summary', ''))}{_explain(notes)}</td><td>{_silence_link(alert)}</td></tr>"
     )
 
 
 ALERT_HEAD = (
     "<tr><th>severity</th><th>state</th><th>alert</th><th>value vs threshold</th><th>since</th>"
-    "<th>summary</th><th>diagnosis</th><th>next steps</th><th></th></tr>"
+    "<th>summary, diagnosis and next steps</th><th></th></tr>"
 )
 
 
