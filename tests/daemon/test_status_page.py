@@ -301,3 +301,15 @@ def test_in_chromium_the_page_loads_clean_and_its_form_silences_an_alert(tmp_pat
         assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 10_000
 
     serve(make_daemon(tmp_path), scenario)
+
+
+def test_reload_is_a_write_too(tmp_path: Path) -> None:
+    async def scenario(http: aiohttp.ClientSession, base: str, daemon: Daemon) -> None:
+        before = daemon.rulebook
+        async with http.post(f"{base}/-/reload", headers={"Origin": "http://evil.example"}) as r:
+            assert r.status == 403 and "cross-site" in (await r.json())["message"]
+        assert daemon.rulebook is before
+        async with http.post(f"{base}/-/reload") as r:
+            assert r.status == 200 and (await r.json())["reloaded"] is True
+
+    serve(make_daemon(tmp_path), scenario)
