@@ -183,7 +183,7 @@ def cycles_section(state: PageState) -> str:
         f"<tr><td>{escape(c.kind)}</td><td>{escape(c.target)}</td>"
         f'<td title="{escape(c.at.isoformat())}">{_ago(state.now, c.at)}</td><td>{c.seconds:.2f}s</td>'
         f"<td>{c.rows}</td><td class=\"{'bad' if c.failed_calls else 'ok'}\">{c.failed_calls}</td></tr>"
-        for c in state.cycles
+        for c in sorted(state.cycles, key=lambda c: c.at, reverse=True)  # by start; evaluations finish late
     )
     return (
         f'<h2 id="cycles">Cycles</h2><p>{ready}</p><table><tr><th>cycle</th><th>target</th><th>when</th>'
