@@ -8,7 +8,15 @@ from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    SecretStr,
+    field_validator,
+    model_validator,
+)
 
 from config.matchers import parse_matcher
 from config.receivers import ReceiverConfig
@@ -164,6 +172,9 @@ class HttpConfig(_Strict):
 
     enabled: bool = True
     listen: str = Field(default="127.0.0.1:9787", description="host:port; localhost unless you mean it")
+    token: SecretStr | None = Field(
+        default=None, description="bearer token for writes (silences); without it only loopback clients may write"
+    )
 
     @field_validator("listen")
     @classmethod

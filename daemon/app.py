@@ -6,6 +6,7 @@ import asyncio
 import logging
 import signal
 import time
+from collections import deque
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -53,6 +54,18 @@ class CycleStats:
     failed_calls: dict[str, int] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class CycleRecord:
+    """One finished cycle as the status page lists it."""
+
+    kind: str  # "collect" or "evaluate"
+    target: str  # the cluster collected, or "rules"
+    at: datetime
+    seconds: float
+    rows: int
+    failed_calls: int
+
+
 class Daemon:
     """The rocketwatch process: owns the scheduler, the state and the warm Spark session."""
 
@@ -62,6 +75,9 @@ class Daemon:
         self.stats = CycleStats()
         self.metrics = DaemonMetrics()
         self.last_cycle_at: datetime | None = None
+        # Kept in memory for the status page: the last cycles, and each cluster's last collector_health rows.
+        self.cycles: deque[CycleRecord] = deque(maxlen=20)
+        self.collector_health: dict[str, list[dict]] = {}
         self.lock = StateDirLock(config.state_dir)
         self.store = ParquetStore(config.store)
         self.rulebook: Rulebook = load_rulebook(config)
@@ -192,6 +208,11 @@ class Daemon:
         self.stats.collect_cycles += 1
         self.stats.rows_collected += sum(written.values())
         self.stats.last_collect_s = elapsed
+        self.stats.failed_calls[cluster.name] = result.failed_calls
+        self.collector_health[cluster.name] = list(result.rows.get("collector_health", []))
+        self.cycles.appendleft(
+            CycleRecord("collect", cluster.name, now, elapsed, sum(written.values()), result.failed_calls)
+        )
         failures = [h for h in result.rows.get("collector_health", []) if not h["ok"]]
         for h in failures:
             log.warning("cluster %s: %s to %s failed: %s", cluster.name, h["call"], h["target"], h["error"])
@@ -223,6 +244,7 @@ class Daemon:
         self.stats.evaluate_cycles += 1
         self.stats.last_evaluate_s = time.monotonic() - started
         self.metrics.evaluate_seconds.observe(self.stats.last_evaluate_s)
+        self.cycles.appendleft(CycleRecord("evaluate", "rules", now, self.stats.last_evaluate_s, len(findings), 0))
         self.metrics.observe_findings(findings)
         self.metrics.observe_alerts(self.tracker.active_alerts())
         self.last_cycle_at = utcnow()

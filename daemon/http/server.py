@@ -7,6 +7,9 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
+from daemon.http.status_page import add_routes as add_status_routes
+from daemon.http.write_guard import WriteRefused, check_write
+
 if TYPE_CHECKING:
     from daemon.app import Daemon
 
@@ -86,6 +89,12 @@ async def api_silences(request: web.Request) -> web.Response:
 
 async def reload(request: web.Request) -> web.Response:
     """Same as SIGHUP: swap config and rules only if all are valid; answer with the errors."""
+    http = _daemon(request).config.http
+    try:
+        # A reload is a write: same loopback-or-token rule and cross-site refusal as the silence API.
+        check_write(request, http.token, http.listen.rpartition(":")[0], None)
+    except WriteRefused as refused:
+        return web.json_response({"reloaded": False, "message": refused.reason}, status=refused.status)
     ok, message = _daemon(request).reload()
     return web.json_response({"reloaded": ok, "message": message}, status=200 if ok else 400)
 
@@ -100,6 +109,7 @@ def build_app(daemon: Daemon) -> web.Application:
     app.router.add_get("/api/alerts", api_alerts)
     app.router.add_get("/api/silences", api_silences)
     app.router.add_post("/-/reload", reload)
+    add_status_routes(app)
     return app
 
 

@@ -1,0 +1,245 @@
+"""The status page's HTML: plain functions from daemon state to escaped markup, no template engine."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from html import escape
+from typing import Any
+from urllib.parse import urlencode
+
+from daemon.alerts.model import AlertInstance
+from daemon.alerts.silences import Silence
+from daemon.notify.dispatcher import group_key, group_labels
+
+SEVERITY_COLOURS = {"critical": "#c62828", "warning": "#ef6c00", "info": "#1565c0"}
+NO_SEVERITY_COLOUR = "#616161"
+
+STYLE = """
+body{font-family:system-ui,sans-serif;margin:1.5em;color:#212121;background:#fafafa}
+h1{font-size:1.4em}h2{font-size:1.15em;margin-top:1.6em;border-bottom:1px solid #ccc}
+table{border-collapse:collapse;margin:.4em 0;width:100%}
+td,th{border:1px solid #ddd;padding:.3em .5em;text-align:left;vertical-align:top;font-size:.92em}
+th{background:#eee}.group{margin:.8em 0;padding:.4em .6em;background:#fff;border:1px solid #ddd}
+.sev{color:#fff;padding:.1em .45em;border-radius:.3em;font-weight:600}
+.pending{opacity:.75}.label{display:inline-block;font-family:monospace;background:#eceff1;padding:0 .3em;
+margin:0 .2em .1em 0;word-break:break-all}details{margin-top:.3em}details p{white-space:pre-wrap;max-width:70em}
+.bad{color:#c62828;font-weight:600}.ok{color:#2e7d32}.muted{color:#757575}
+form.silence label{display:block;margin:.3em 0}form.silence textarea,form.silence input{width:28em}
+"""
+
+
+@dataclass(frozen=True)
+class PageState:
+    """Everything the page shows, read from the daemon once per request."""
+
+    now: datetime
+    alerts: Sequence[AlertInstance]
+    muted: set[str]
+    group_by: Sequence[str]
+    silences: Sequence[Silence]
+    cycles: Sequence[Any]  # daemon.app.CycleRecord
+    health: Mapping[str, list[dict[str, Any]]]
+    last_cycle_at: datetime | None
+    token_required: bool
+    prefill: Sequence[str] = ()
+
+
+def _ago(now: datetime, then: datetime | None) -> str:
+    if then is None:
+        return "never"
+    seconds = int((now - then).total_seconds())
+    if seconds < 0:
+        return f"in {_span(-seconds)}"
+    return f"{_span(seconds)} ago"
+
+
+def _span(seconds: int) -> str:
+    if seconds < 120:
+        return f"{seconds}s"
+    if seconds < 7200:
+        return f"{seconds // 60}m"
+    return f"{seconds // 3600}h{(seconds % 3600) // 60:02d}m"
+
+
+def _number(value: float | None) -> str:
+    if value is None:
+        return "–"
+    return f"{value:,.0f}" if abs(value) >= 100 or value == int(value) else f"{value:.3g}"
+
+
+def _labels(labels: Mapping[str, str]) -> str:
+    return "".join(f'<span class="label">{escape(k)}="{escape(v)}"</span>' for k, v in sorted(labels.items()))
+
+
+def _severity(severity: str | None) -> str:
+    colour = SEVERITY_COLOURS.get(severity or "", NO_SEVERITY_COLOUR)
+    return f'<span class="sev" style="background:{colour}">{escape(severity or "none")}</span>'
+
+
+def _silence_link(alert: AlertInstance) -> str:
+    matchers = [f'alertname="{alert.rule}"'] + [f'{k}="{v}"' for k, v in sorted(alert.labels.items())]
+    return f'<a href="/?{escape(urlencode([("m", m) for m in matchers]))}#silence-form">silence…</a>'
+
+
+def _explain(notes: Mapping[str, str]) -> str:
+    # Diagnoses run to paragraphs: folded, so the table stays readable with many alerts.
+    parts = [f"<b>{title}</b><p>{escape(notes[key])}</p>"
+             for key, title in (("diagnosis", "diagnosis"), ("next_steps", "next steps")) if notes.get(key)]
+    return f"<details><summary>diagnosis and next steps</summary>{''.join(parts)}</details>" if parts else ""
+
+
+def _alert_row(alert: AlertInstance, now: datetime, muted: bool) -> str:
+    notes = alert.annotations
+    since = alert.fired_at if alert.state == "firing" and alert.fired_at else alert.active_at
+    state = escape(alert.state) + (" <span class='muted'>(muted)</span>" if muted else "")
+    state += " <span class='bad'>(no data)</span>" if alert.no_data else ""
+    return (
+        f'<tr class="{escape(alert.state)}" data-fingerprint="{escape(alert.fingerprint)}">'
+        f"<td>{_severity(alert.severity)}</td><td>{state}</td>"
+        f"<td><b>{escape(alert.rule)}</b><br>{_labels(alert.labels)}</td>"
+        f"<td>{_number(alert.value)} vs {_number(alert.threshold)}</td>"
+        f'<td title="{escape(since.isoformat())}">{_ago(now, since)}</td>'
+        f"<td>{escape(notes.get('summary', ''))}{_explain(notes)}</td><td>{_silence_link(alert)}</td></tr>"
+    )
+
+
+ALERT_HEAD = (
+    "<tr><th>severity</th><th>state</th><th>alert</th><th>value vs threshold</th><th>since</th>"
+    "<th>summary, diagnosis and next steps</th><th></th></tr>"
+)
+
+
+def alerts_section(state: PageState) -> str:
+    """Firing then pending alerts, grouped by the notify group_by labels as notifications are."""
+    if not state.alerts:
+        return '<h2 id="alerts">Alerts</h2><p class="ok">Nothing firing or pending.</p>'
+    groups: dict[str, list[AlertInstance]] = {}
+    for alert in state.alerts:
+        groups.setdefault(group_key(group_labels(alert, state.group_by)), []).append(alert)
+    order = {"firing": 0, "pending": 1}
+    parts = [f'<h2 id="alerts">Alerts ({sum(a.state == "firing" for a in state.alerts)} firing, '
+             f'{sum(a.state == "pending" for a in state.alerts)} pending)</h2>']
+    for key in sorted(groups, key=lambda k: (min(order.get(a.state, 2) for a in groups[k]), k)):
+        members = sorted(groups[key], key=lambda a: (order.get(a.state, 2), a.rule, sorted(a.labels.items())))
+        rows = "".join(_alert_row(a, state.now, a.fingerprint in state.muted) for a in members)
+        parts.append(f'<div class="group"><b>{escape(key)}</b><table>{ALERT_HEAD}{rows}</table></div>')
+    return "".join(parts)
+
+
+def _silence_row(silence: Silence, now: datetime, token_field: str) -> str:
+    status = silence.state(now)
+    expire = ""
+    if status != "expired":
+        expire = (
+            f'<form method="post" action="/silences/{escape(silence.id)}/expire">{token_field}'
+            f'<button type="submit">expire</button></form>'
+        )
+    return (
+        f'<tr data-silence="{escape(silence.id)}"><td>{escape(silence.id)}</td><td>{escape(status)}</td>'
+        f"<td>{''.join(f'<span class=label>{escape(str(m))}</span>' for m in silence.matchers)}</td>"
+        f'<td title="{escape(silence.ends_at.isoformat())}">{_ago(now, silence.ends_at)}</td>'
+        f"<td>{escape(silence.created_by)}</td><td>{escape(silence.comment)}</td><td>{expire}</td></tr>"
+    )
+
+
+def _token_field(required: bool) -> str:
+    # The operator types the token; the page never carries it.
+    if not required:
+        return '<input type="hidden" name="token" value="">'
+    return '<input type="password" name="token" placeholder="http.token" autocomplete="off" required>'
+
+
+def silences_section(state: PageState) -> str:
+    """Silences in force or pending (and the last few expired), with an expire button and a create form."""
+    current = [s for s in state.silences if s.state(state.now) != "expired"]
+    expired = [s for s in state.silences if s.state(state.now) == "expired"][:5]
+    token_field = _token_field(state.token_required)
+    rows = "".join(_silence_row(s, state.now, token_field) for s in current + expired)
+    table = (
+        "<table><tr><th>id</th><th>state</th><th>matchers</th><th>ends</th><th>author</th><th>comment</th>"
+        f"<th></th></tr>{rows}</table>" if rows else '<p class="muted">No silences.</p>'
+    )
+    form = (
+        '<form class="silence" id="silence-form" method="post" action="/silences">'
+        "<label>matchers, one per line (<code>group=\"orders\"</code>, <code>cluster=~\"prod.*\"</code>)"
+        f'<br><textarea name="matchers" rows="3" required>{escape(chr(10).join(state.prefill))}</textarea></label>'
+        '<label>duration <br><input name="duration" value="1h" required></label>'
+        '<label>author <br><input name="author" required></label>'
+        '<label>comment <br><input name="comment" required></label>'
+        f"{_token_field(state.token_required)}"
+        '<button type="submit">create silence</button></form>'
+    )
+    return f'<h2 id="silences">Silences</h2>{table}<h3>New silence</h3>{form}'
+
+
+def cycles_section(state: PageState) -> str:
+    """The last collect and evaluate cycles: when, how long, rows, failed calls."""
+    ready = f"last completed evaluation {_ago(state.now, state.last_cycle_at)}"
+    if not state.cycles:
+        return f'<h2 id="cycles">Cycles</h2><p class="muted">{ready}; no cycle has run yet.</p>'
+    rows = "".join(
+        f"<tr><td>{escape(c.kind)}</td><td>{escape(c.target)}</td>"
+        f'<td title="{escape(c.at.isoformat())}">{_ago(state.now, c.at)}</td><td>{c.seconds:.2f}s</td>'
+        f"<td>{c.rows}</td><td class=\"{'bad' if c.failed_calls else 'ok'}\">{c.failed_calls}</td></tr>"
+        for c in sorted(state.cycles, key=lambda c: c.at, reverse=True)  # by start; evaluations finish late
+    )
+    return (
+        f'<h2 id="cycles">Cycles</h2><p>{ready}</p><table><tr><th>cycle</th><th>target</th><th>when</th>'
+        f"<th>duration</th><th>rows / findings</th><th>failed calls</th></tr>{rows}</table>"
+    )
+
+
+def _health_by_target(rows: Iterable[Mapping[str, Any]]) -> list[tuple[str, int, int, float, str]]:
+    targets: dict[str, list[Mapping[str, Any]]] = {}
+    for row in rows:
+        targets.setdefault(str(row["target"]), []).append(row)
+    result = []
+    for target, calls in sorted(targets.items()):
+        failed = [c for c in calls if not c["ok"]]
+        errors = "; ".join(sorted({f"{c['call']}: {c['error']}" for c in failed}))
+        slowest = max((float(c.get("latency_ms") or 0.0) for c in calls), default=0.0)
+        result.append((target, len(calls), len(failed), slowest, errors))
+    return result
+
+
+def health_section(state: PageState) -> str:
+    """Collector health per cluster and target, from each cluster's last collection."""
+    if not state.health:
+        return '<h2 id="health">Collector health</h2><p class="muted">No collection has run yet.</p>'
+    rows = []
+    for cluster, health_rows in sorted(state.health.items()):
+        for target, calls, failed, slowest, errors in _health_by_target(health_rows):
+            status = f'<span class="bad">{failed} failed</span>' if failed else '<span class="ok">ok</span>'
+            rows.append(
+                f"<tr><td>{escape(cluster)}</td><td>{escape(target)}</td><td>{calls}</td><td>{status}</td>"
+                f"<td>{slowest:.0f} ms</td><td>{escape(errors)}</td></tr>"
+            )
+    return (
+        '<h2 id="health">Collector health</h2><table><tr><th>cluster</th><th>target</th><th>calls</th>'
+        f"<th>status</th><th>slowest</th><th>errors</th></tr>{''.join(rows)}</table>"
+    )
+
+
+def render_page(state: PageState) -> str:
+    """The whole status page."""
+    return (
+        '<!doctype html><html lang="en"><head><meta charset="utf-8"><title>rocketwatch status</title>'
+        '<link rel="icon" href="data:,"><meta name="viewport" content="width=device-width">'
+        f"<style>{STYLE}</style></head><body><h1>rocketwatch</h1>"
+        f'<p class="muted">as of {escape(state.now.strftime("%Y-%m-%d %H:%M:%S UTC"))} · '
+        '<a href="/api/alerts">/api/alerts</a> · <a href="/api/silences">/api/silences</a> · '
+        '<a href="/metrics">/metrics</a></p>'
+        f"{alerts_section(state)}{silences_section(state)}{cycles_section(state)}{health_section(state)}"
+        "</body></html>"
+    )
+
+
+def render_error(status: int, message: str) -> str:
+    """A short page for a refused or invalid write."""
+    return (
+        '<!doctype html><html lang="en"><head><meta charset="utf-8"><title>rocketwatch: refused</title>'
+        f'<link rel="icon" href="data:,"></head><body><h1>{status}: nothing changed</h1>'
+        f'<p class="error">{escape(message)}</p><p><a href="/">back to the status page</a></p></body></html>'
+    )
