@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test bench lint java clean
+.PHONY: demo test bench lint java chromium clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -20,10 +20,18 @@ java:
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jre-headless; \
 	  else echo "PySpark needs Java 17+: install openjdk-17-jre-headless" >&2; exit 1; fi; }
 
+# The status page's browser tests drive Debian's headless Chromium (no browser downloads here).
+chromium:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing Chromium for the status page's browser tests"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
+	  else echo "the browser tests need Debian's chromium: apt-get install chromium" >&2; exit 1; fi; }
+
 demo: $(STAMP) java
 	$(VENV)/bin/rocketwatch demo
 
-test: $(STAMP) java
+test: $(STAMP) java chromium
 	$(PY) -m pytest
 
 bench: $(STAMP) java

@@ -261,7 +261,7 @@ def test_with_a_token_every_write_needs_it_and_the_page_never_shows_it(tmp_path:
     serve(make_daemon(tmp_path, f", token: {secret}"), scenario)
 
 
-@pytest.mark.skipif(chromium_path() is None, reason="chromium is not installed; .ci/run installs it (apt-get install -y chromium)")
+@pytest.mark.skipif(chromium_path() is None, reason="chromium is not installed; make test installs it (apt-get install -y chromium)")
 def test_in_chromium_the_page_loads_clean_and_its_form_silences_an_alert(tmp_path: Path) -> None:
     async def scenario(http: aiohttp.ClientSession, base: str, daemon: Daemon) -> None:
         async with Chromium(tmp_path) as page:
