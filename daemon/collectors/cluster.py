@@ -273,6 +273,21 @@ async def _consume_stats(cycle: _Cycle, addr: str, group: str) -> None:
         rows = consumer_queue_rows(cycle.cluster, cycle.now, group, stats)
         cycle.consumer_queue.extend(rows)
         cycle.topics.setdefault(addr, set()).update(r["topic"] for r in rows)
+        normal = sorted({r["topic"] for r in rows if r["topic_kind"] == "normal"})
+        await asyncio.gather(*(_consume_delay(cycle, addr, group, topic, rows) for topic in normal))
+
+
+async def _consume_delay(cycle: _Cycle, addr: str, group: str, topic: str, rows: list[dict[str, Any]]) -> None:
+    """Fill consume_delay_ms from QUERY_CONSUME_TIME_SPAN: the broker's own delay, no PULL needed (ref §8)."""
+    spans, _ = await cycle.call(
+        addr, RequestCode.QUERY_CONSUME_TIME_SPAN,
+        lambda: cycle.admin.query_consume_time_span(addr, topic, group, timeout=cycle.call_timeout),
+    )
+    by_queue = {(s.message_queue.broker_name, s.message_queue.queue_id): s.delay_time for s in spans or ()}
+    for row in rows:
+        if row["topic"] == topic and (row["broker"], row["queue_id"]) in by_queue:
+            # delayTime is 0 when the group is caught up (commit == max), as the column means.
+            row["consume_delay_ms"] = max(0, by_queue[(row["broker"], row["queue_id"])])
 
 
 async def _collect_group(cycle: _Cycle, group: str, addrs: list[str]) -> None:

@@ -97,6 +97,14 @@ class FakeAdmin:
             raise response_error(addr, 202, 17, f"topic[{topic}] not exist", role="broker", context=f"topic {topic}")
         return bodies.decode_topic_stats(body(f"{self.rnd}_202_GET_TOPIC_STATS_INFO_{captured[topic]}"))
 
+    async def query_consume_time_span(
+        self, addr: str, topic: str, group: str, *, timeout: float | None = None
+    ) -> Any:
+        await self._fault("303", f"{group}/{topic}", RequestCode.QUERY_CONSUME_TIME_SPAN, addr)
+        if (group, topic) == ("stuckGroup", "OrderTopic"):
+            return bodies.decode_consume_time_span(body(f"{self.rnd}_303_QUERY_CONSUME_TIME_SPAN_OrderTopic_stuckGroup"))
+        return []  # not captured for the other groups: no delay known, the rows keep null
+
     async def get_broker_runtime_info(self, addr: str, *, timeout: float | None = None) -> Any:
         await self._fault("28", addr, RequestCode.GET_BROKER_RUNTIME_INFO, addr)
         return bodies.decode_kv_table(body(f"{self.rnd}_28_GET_BROKER_RUNTIME_INFO"))
@@ -130,7 +138,8 @@ def test_full_cycle_from_captures(rnd: str, tmp_path: Any) -> None:
     assert {key for call, key in admin.calls if call == "202"} == {
         "OrderTopic", "AuditTopic", *(f"%RETRY%{g}" for g in groups), *(f"%DLQ%{g}" for g in groups)
     }
-    assert result.calls == 25 and result.failed_calls == 0
+    # + one 303 per group and normal topic it consumes (4).
+    assert result.calls == 29 and result.failed_calls == 0
     assert all(r["ok"] and r["error"] is None for r in result.rows[COLLECTOR_HEALTH])
     assert {r["target"] for r in result.rows[COLLECTOR_HEALTH]} == {NAMESRV, BROKER}
 
@@ -166,6 +175,12 @@ def test_full_cycle_from_captures(rnd: str, tmp_path: Any) -> None:
     assert retry["topic_kind"] == "retry"
     stuck = rows_of(result, CONSUMER_QUEUE, group="stuckGroup")
     assert sum(r["broker_offset"] - r["consumer_offset"] for r in stuck) == (3712 if rnd == "t1" else 3778)
+
+    # consume_delay_ms from 303: the stuck queue 3 is minutes behind, the others milliseconds.
+    delays = {r["queue_id"]: r["consume_delay_ms"] for r in rows_of(result, CONSUMER_QUEUE, group="stuckGroup", topic="OrderTopic")}
+    assert delays[3] > 60_000 and all(d < 1_000 for q, d in delays.items() if q != 3)
+    if rnd == "t2":
+        assert delays[3] == 233006
 
     # The tables added for the rules: the README oracle values of each round.
     dlq = rows_of(result, "topic_queue", topic="%DLQ%failGroup")
