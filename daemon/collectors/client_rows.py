@@ -1,12 +1,12 @@
-"""Rows of `consumer_status`, `consumer_client` and `topic_queue` from decoded remoting answers."""
+"""Rows of the client- and queue-level tables from decoded remoting answers (307, 208, 203, 202)."""
 
 from __future__ import annotations
 
 from datetime import datetime
 from typing import Any
 
-from daemon.collectors.remoting.bodies import ConsumerConnection, TopicStatsTable
-from daemon.collectors.remoting.running_info import ConsumerRunningInfo
+from daemon.collectors.remoting.bodies import ConsumerConnection, ConsumeStats, TopicStatsTable
+from daemon.collectors.remoting.running_info import ConsumerRunningInfo, consumer_settings
 from daemon.collectors.timeconv import ms_to_datetime
 
 RETRY_PREFIX = "%RETRY%"
@@ -65,3 +65,64 @@ def topic_queue_rows(cluster: str, now: datetime, broker: str, topic: str, stats
         }
         for mq, off in sorted(stats.offsets.items())
     ]
+
+
+def process_queue_rows(
+    cluster: str, now: datetime, group: str, client_id: str, info: ConsumerRunningInfo
+) -> list[dict[str, Any]]:
+    """`process_queue` rows: one per mqTable entry, with the client's effective settings."""
+    settings = consumer_settings(info.properties)
+    rows = []
+    for mq, pq in sorted(info.mq_table.items()):
+        rows.append(
+            {
+                "ts": now,
+                "cluster": cluster,
+                "group": group,
+                "client_id": client_id,
+                "topic": mq.topic,
+                "broker": mq.broker_name,
+                "queue_id": mq.queue_id,
+                "cached_msg_count": pq.cached_msg_count,
+                "cached_msg_size_mib": pq.cached_msg_size_mib,
+                "cached_min_offset": pq.cached_msg_min_offset,
+                "cached_max_offset": pq.cached_msg_max_offset,
+                "commit_offset": pq.commit_offset,
+                "last_pull_ts": ms_to_datetime(pq.last_pull_timestamp),
+                "last_consume_ts": ms_to_datetime(pq.last_consume_timestamp),
+                "locked": pq.locked,
+                "dropped": pq.dropped,
+                "try_unlock_times": pq.try_unlock_times,
+                "pull_threshold_for_queue": settings.pull_threshold_for_queue,
+                "pull_threshold_size_mib": settings.pull_threshold_size_mib,
+                "max_span": settings.max_span,
+                "consume_timeout_min": settings.consume_timeout_min,
+                "max_reconsume_times": settings.max_reconsume_times,
+                "orderly": settings.orderly,
+            }
+        )
+    return rows
+
+
+def consumer_queue_rows(cluster: str, now: datetime, group: str, stats: ConsumeStats) -> list[dict[str, Any]]:
+    """`consumer_queue` rows: one per offsetTable entry of a GET_CONSUME_STATS answer."""
+    rows = []
+    for mq, off in sorted(stats.offsets.items()):
+        rows.append(
+            {
+                "ts": now,
+                "cluster": cluster,
+                "group": group,
+                "topic": mq.topic,
+                "broker": mq.broker_name,
+                "queue_id": mq.queue_id,
+                "broker_offset": off.broker_offset,
+                "consumer_offset": off.consumer_offset,
+                "pull_offset": off.pull_offset,
+                # lastTimestamp 0 = nothing consumed yet, or the message is gone (ref §3.6).
+                "last_consumed_store_ts": ms_to_datetime(off.last_timestamp),
+                "consume_delay_ms": None,
+                "topic_kind": "retry" if mq.topic.startswith(RETRY_PREFIX) else "normal",
+            }
+        )
+    return rows

@@ -22,21 +22,20 @@ from typing import Any, TypeVar
 from daemon.collectors.broker_runtime import broker_row
 from daemon.collectors.client_rows import (
     DLQ_PREFIX,
+    RETRY_PREFIX,
     consumer_client_rows,
+    consumer_queue_rows,
     consumer_status_rows,
+    process_queue_rows,
     topic_queue_rows,
 )
 from daemon.collectors.remoting.admin import AdminClient
 from daemon.collectors.remoting.bodies import (
     ClusterInfo,
     ConsumerConnection,
-    ConsumerRunningInfo,
-    ConsumeStats,
-    consumer_settings,
 )
 from daemon.collectors.remoting.codes import RequestCode
 from daemon.collectors.remoting.errors import ConsumerNotOnline, RemotingError, TopicNotExist
-from daemon.collectors.timeconv import ms_to_datetime
 
 log = logging.getLogger(__name__)
 
@@ -50,7 +49,6 @@ CONSUMER_CLIENT = "consumer_client"
 TOPIC_QUEUE = "topic_queue"
 BROKER = "broker"
 
-RETRY_PREFIX = "%RETRY%"
 BROADCASTING = "BROADCASTING"
 
 # Groups the broker or the tools create for themselves (ref §5.1, MixAll): not anyone's consumers.
@@ -307,67 +305,6 @@ async def _collect_group(cycle: _Cycle, group: str, addrs: list[str]) -> None:
     await asyncio.gather(*tasks)
     for addr in addrs:
         cycle.topics.setdefault(addr, set()).update({RETRY_PREFIX + group, DLQ_PREFIX + group})
-
-
-def process_queue_rows(
-    cluster: str, now: datetime, group: str, client_id: str, info: ConsumerRunningInfo
-) -> list[dict[str, Any]]:
-    """`process_queue` rows: one per mqTable entry, with the client's effective settings."""
-    settings = consumer_settings(info.properties)
-    rows = []
-    for mq, pq in sorted(info.mq_table.items()):
-        rows.append(
-            {
-                "ts": now,
-                "cluster": cluster,
-                "group": group,
-                "client_id": client_id,
-                "topic": mq.topic,
-                "broker": mq.broker_name,
-                "queue_id": mq.queue_id,
-                "cached_msg_count": pq.cached_msg_count,
-                "cached_msg_size_mib": pq.cached_msg_size_mib,
-                "cached_min_offset": pq.cached_msg_min_offset,
-                "cached_max_offset": pq.cached_msg_max_offset,
-                "commit_offset": pq.commit_offset,
-                "last_pull_ts": ms_to_datetime(pq.last_pull_timestamp),
-                "last_consume_ts": ms_to_datetime(pq.last_consume_timestamp),
-                "locked": pq.locked,
-                "dropped": pq.dropped,
-                "try_unlock_times": pq.try_unlock_times,
-                "pull_threshold_for_queue": settings.pull_threshold_for_queue,
-                "pull_threshold_size_mib": settings.pull_threshold_size_mib,
-                "max_span": settings.max_span,
-                "consume_timeout_min": settings.consume_timeout_min,
-                "max_reconsume_times": settings.max_reconsume_times,
-                "orderly": settings.orderly,
-            }
-        )
-    return rows
-
-
-def consumer_queue_rows(cluster: str, now: datetime, group: str, stats: ConsumeStats) -> list[dict[str, Any]]:
-    """`consumer_queue` rows: one per offsetTable entry of a GET_CONSUME_STATS answer."""
-    rows = []
-    for mq, off in sorted(stats.offsets.items()):
-        rows.append(
-            {
-                "ts": now,
-                "cluster": cluster,
-                "group": group,
-                "topic": mq.topic,
-                "broker": mq.broker_name,
-                "queue_id": mq.queue_id,
-                "broker_offset": off.broker_offset,
-                "consumer_offset": off.consumer_offset,
-                "pull_offset": off.pull_offset,
-                # lastTimestamp 0 = nothing consumed yet, or the message is gone (ref §3.6).
-                "last_consumed_store_ts": ms_to_datetime(off.last_timestamp),
-                "consume_delay_ms": None,
-                "topic_kind": "retry" if mq.topic.startswith(RETRY_PREFIX) else "normal",
-            }
-        )
-    return rows
 
 
 async def collect_cluster(

@@ -19,7 +19,6 @@ from daemon.collectors.cluster import (
     PROCESS_QUEUE,
     collect_cluster,
     is_system_group,
-    ms_to_datetime,
 )
 from daemon.collectors.remoting import bodies
 from daemon.collectors.remoting.codes import RequestCode
@@ -28,6 +27,7 @@ from daemon.collectors.remoting.errors import (
     RemotingTimeout,
     response_error,
 )
+from daemon.collectors.timeconv import ms_to_datetime
 from daemon.store.writer import ParquetStore
 from rules.tables import get_table
 from tests.daemon.collectors.wire import body, meta
