@@ -31,12 +31,29 @@ class SlackReceiver(_Receiver):
     base_url: str | None = Field(default=None, description="Web API base, for Enterprise Grid or tests")
     max_alerts: int = Field(default=10, ge=1, le=20, description="alerts shown per message; the rest are counted")
     timeout: float = Field(default=10.0, gt=0, description="seconds per API call")
+    app_token_env: str | None = Field(
+        default=None,
+        description="environment variable holding an app-level token (xapp-..., connections:write); "
+        "with it messages carry Silence/Acknowledge buttons, received over Socket Mode",
+    )
+    silence_button: str = Field(
+        default="1h", pattern=r"^\d+[mh]$", description="how long the 'Silence' button silences, e.g. 1h or 30m"
+    )
 
     @model_validator(mode="after")
     def _one_token_source(self) -> SlackReceiver:
         if (self.token is None) == (self.token_env is None):
             raise ValueError("give exactly one of token or token_env")
         return self
+
+    def resolve_app_token(self, env: Mapping[str, str] = os.environ) -> str | None:
+        """The app-level token for Socket Mode, or None when buttons are not configured."""
+        if self.app_token_env is None:
+            return None
+        value = env.get(self.app_token_env)
+        if not value:
+            raise ValueError(f"receiver {self.name!r}: environment variable {self.app_token_env} is not set")
+        return value
 
     def resolve_token(self, env: Mapping[str, str] = os.environ) -> str:
         """The bot token; raises naming the variable (never the value) when it is unset."""

@@ -17,6 +17,7 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from config.loader import load_config
 from config.models import ClusterConfig, RocketwatchConfig
 from daemon.alerts.db import StateDB
+from daemon.alerts.group_actions import GroupActionStore
 from daemon.alerts.inhibit import Inhibitor
 from daemon.alerts.silences import SilenceStore
 from daemon.alerts.tracker import AlertTracker
@@ -28,6 +29,7 @@ from daemon.metrics import DaemonMetrics
 from daemon.notify.dispatcher import Dispatcher
 from daemon.notify.factory import build_notifiers
 from daemon.notify.outbox import Outbox
+from daemon.notify.slack_actions import SlackActionListener, build_action_listeners
 from daemon.rulebook import Rulebook, load_rulebook
 from daemon.sdnotify import sd_notify
 from daemon.statedir import StateDirLock
@@ -87,6 +89,8 @@ class Daemon:
         self.scheduler = AsyncIOScheduler(timezone="UTC")
         self._evaluator = None
         self._http = None
+        self._slack_listeners: list[SlackActionListener] = []
+        self._slack_tasks: list[asyncio.Task] = []
         self._ready = False
         self._stopping = asyncio.Event()
 
@@ -108,6 +112,7 @@ class Daemon:
             if self.config.http.enabled:
                 self._http = await start_http(self, self.config.http.listen)
                 log.info("http: /metrics /healthz /readyz /api/alerts on %s", self.config.http.listen)
+            await self._start_slack_listeners()
             await asyncio.to_thread(self._start_spark)
             self._schedule()
             self.scheduler.start()
@@ -116,6 +121,8 @@ class Daemon:
             self.scheduler.shutdown(wait=False)
             await self.dispatch_once()
         finally:
+            for listener in self._slack_listeners:
+                await listener.stop()
             if self._http is not None:
                 await self._http.cleanup()
             await self.client.close()
@@ -133,15 +140,25 @@ class Daemon:
         self.tracker = AlertTracker(self.db)
         self.outbox = Outbox(self.db)
         self.silences = SilenceStore(self.db)
+        self.group_actions = GroupActionStore(self.db)
         self._build_routing()
 
     def _build_routing(self) -> None:
         notify = self.config.notify
-        self.notifiers = build_notifiers(notify.receivers)
+        self.notifiers = build_notifiers(notify.receivers, group_notes=self.group_actions.notes)
         inhibitors = [Inhibitor.parse(r.source_matchers, r.target_matchers, r.equal) for r in notify.inhibit_rules]
         self.dispatcher = Dispatcher(
             self.outbox, [r.name for r in notify.receivers], notify.group_by, self.silences, inhibitors
         )
+
+    async def _start_slack_listeners(self) -> None:
+        self._slack_listeners = build_action_listeners(
+            self.config.notify.receivers, self.notifiers, self.silences, self.group_actions
+        )
+        for listener in self._slack_listeners:
+            # In the background: slack-sdk retries an unreachable Slack forever, which must not hold up start.
+            self._slack_tasks.append(asyncio.get_running_loop().create_task(
+                listener.start(), name=f"slack-actions:{listener.handler.receiver}"))
 
     def _start_spark(self) -> None:
         # Imported here so `rocketwatch check` and the CLI never pay for a JVM.
@@ -238,6 +255,8 @@ class Daemon:
             log.exception("evaluation failed; alert states kept as they were, retrying next cycle")
             return
         events = self.tracker.update(rulebook.timings, findings, now)
+        # Acknowledgements and until-resolved silences end with their group.
+        self.group_actions.close_resolved(self.tracker.active_alerts(), self.silences, now)
         self.dispatcher.dispatch(events, self.tracker.active_alerts(), now)
         for event in events:
             log.info("alert %s", event)

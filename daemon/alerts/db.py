@@ -68,6 +68,19 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX silences_ends ON silences (ends_at);
     """,
+    """
+    -- Actions taken on an alert group from its Slack message: acknowledgements (who, when) and
+    -- silences that end when the group resolves. A row lives until the group has no active alert.
+    CREATE TABLE group_actions (
+        group_key   TEXT NOT NULL,
+        kind        TEXT NOT NULL CHECK (kind IN ('ack', 'silence_until_resolved')),
+        actor       TEXT NOT NULL,
+        at          TEXT NOT NULL,
+        silence_id  TEXT,
+        matchers    TEXT NOT NULL,              -- JSON list: the group's labels as matchers
+        PRIMARY KEY (group_key, kind)
+    );
+    """,
 ]
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TextIO
 
 from config.receivers import ConsoleReceiver, EmailReceiver, ReceiverConfig, SlackReceiver
@@ -12,19 +12,23 @@ from daemon.notify.email import EmailNotifier
 from daemon.notify.model import Notifier
 from daemon.notify.slack import SlackNotifier
 
+GroupNotes = Callable[[str], list[str]]
+
 
 def build_notifiers(
-    configs: Sequence[ReceiverConfig], env: Mapping[str, str] = os.environ, stream: TextIO | None = None
+    configs: Sequence[ReceiverConfig], env: Mapping[str, str] = os.environ, stream: TextIO | None = None,
+    group_notes: GroupNotes | None = None,
 ) -> dict[str, Notifier]:
     """One notifier per receiver, by name; raises ValueError naming a receiver whose secret is missing."""
     notifiers: dict[str, Notifier] = {}
     for config in configs:
-        notifiers[config.name] = build_notifier(config, env, stream)
+        notifiers[config.name] = build_notifier(config, env, stream, group_notes)
     return notifiers
 
 
 def build_notifier(
-    config: ReceiverConfig, env: Mapping[str, str] = os.environ, stream: TextIO | None = None
+    config: ReceiverConfig, env: Mapping[str, str] = os.environ, stream: TextIO | None = None,
+    group_notes: GroupNotes | None = None,
 ) -> Notifier:
     """The notifier for one receiver config."""
     if isinstance(config, ConsoleReceiver):
@@ -33,6 +37,7 @@ def build_notifier(
         return SlackNotifier(
             config.name, config.resolve_token(env), config.channel, base_url=config.base_url,
             max_alerts=config.max_alerts, timeout=config.timeout,
+            actions=config.resolve_app_token(env) is not None, group_notes=group_notes,
         )
     if isinstance(config, EmailReceiver):
         return EmailNotifier(

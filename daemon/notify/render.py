@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import html
+import json
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -15,6 +17,13 @@ EMOJI = {"critical": ":red_circle:", "warning": ":large_orange_circle:", "resolv
 SLACK_MAX_ALERTS = 10
 _SLACK_SECTION_MAX = 3000  # Slack rejects section text longer than this
 _SLACK_HEADER_MAX = 150
+_SLACK_BUTTON_VALUE_MAX = 2000  # Slack's limit on a button's value
+# Block and action ids the Socket Mode listener (daemon/notify/slack_actions.py) recognises.
+SLACK_ACTIONS_BLOCK = "rocketwatch_actions"
+SLACK_NOTES_BLOCK = "rocketwatch_notes"
+SLACK_ACTION_SILENCE_1H = "rocketwatch_silence_1h"
+SLACK_ACTION_SILENCE_UNTIL_RESOLVED = "rocketwatch_silence_until_resolved"
+SLACK_ACTION_ACK = "rocketwatch_ack"
 
 
 def subject(n: Notification) -> str:
@@ -110,7 +119,9 @@ def html_body(n: Notification) -> str:
 # ---- Slack ---------------------------------------------------------------------------------------
 
 
-def slack_message(n: Notification, max_alerts: int = SLACK_MAX_ALERTS) -> dict[str, Any]:
+def slack_message(
+    n: Notification, max_alerts: int = SLACK_MAX_ALERTS, actions: bool = False, notes: Sequence[str] = ()
+) -> dict[str, Any]:
     """Keyword arguments for chat.postMessage / chat.update: fallback text, header blocks, coloured body."""
     state = "resolved" if n.status == "resolved" else n.severity
     emoji = EMOJI.get(state or "", ":grey_question:")
@@ -121,6 +132,11 @@ def slack_message(n: Notification, max_alerts: int = SLACK_MAX_ALERTS) -> dict[s
         {"type": "header", "text": {"type": "plain_text", "text": f"{emoji} {header}", "emoji": True}},
         {"type": "context", "elements": [{"type": "mrkdwn", "text": group or "all alerts"}]},
     ]
+    if notes:
+        blocks.append(slack_note_block(notes))
+    if actions and n.status == "firing":
+        blocks.append(slack_actions_block(n.group_key, n.group_labels, acknowledged=any(
+            note.startswith("Acknowledged") for note in notes)))
     body: list[dict[str, Any]] = []
     shown = n.alerts[:max_alerts]
     for a in shown:
@@ -135,6 +151,35 @@ def slack_message(n: Notification, max_alerts: int = SLACK_MAX_ALERTS) -> dict[s
         "text": subject(n),
         "blocks": blocks,
         "attachments": [{"color": colour, "fallback": subject(n), "blocks": body}],
+    }
+
+
+def slack_note_block(notes: Sequence[str]) -> dict[str, Any]:
+    """A context block saying who acknowledged or silenced the group."""
+    text = _cut(" · ".join(f":bust_in_silhouette: {_esc(note)}" for note in notes), 3000)
+    return {"type": "context", "block_id": SLACK_NOTES_BLOCK, "elements": [{"type": "mrkdwn", "text": text}]}
+
+
+def slack_actions_block(group_key: str, group_labels: dict[str, str], acknowledged: bool = False) -> dict[str, Any]:
+    """Buttons to silence or acknowledge the group; each carries the group's key and labels."""
+    value = json.dumps({"group_key": group_key, "labels": group_labels}, separators=(",", ":"))
+    if len(value) > _SLACK_BUTTON_VALUE_MAX:  # a button that cannot name its group would act on nothing
+        return {"type": "context", "block_id": SLACK_ACTIONS_BLOCK, "elements": [
+            {"type": "mrkdwn", "text": "_group labels too long for buttons: use `rocketwatch silence add`_"}]}
+    buttons = [
+        ("Silence 1h", SLACK_ACTION_SILENCE_1H),
+        ("Silence until resolved", SLACK_ACTION_SILENCE_UNTIL_RESOLVED),
+    ]
+    if not acknowledged:
+        buttons.append(("Acknowledge", SLACK_ACTION_ACK))
+    return {
+        "type": "actions",
+        "block_id": SLACK_ACTIONS_BLOCK,
+        "elements": [
+            {"type": "button", "action_id": action_id, "value": value,
+             "text": {"type": "plain_text", "text": label, "emoji": True}}
+            for label, action_id in buttons
+        ],
     }
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 from slack_sdk.errors import SlackApiError
 from slack_sdk.http_retry.builtin_async_handlers import (
@@ -33,10 +34,15 @@ class SlackNotifier:
         max_alerts: int = render.SLACK_MAX_ALERTS,
         timeout: float = 10.0,
         rate_limit_retries: int = 3,
+        actions: bool = False,
+        group_notes: Callable[[str], list[str]] | None = None,
     ) -> None:
         self.name = name
         self.channel = channel
         self.max_alerts = max_alerts
+        # Buttons only when an app-level token lets a Socket Mode listener receive the clicks.
+        self.actions = actions
+        self.group_notes = group_notes
         # Retries live in slack-sdk: 429 waits for Retry-After, a dropped connection is retried.
         # Anything else fails the send and the outbox retries later with its own backoff.
         handlers = [
@@ -52,7 +58,8 @@ class SlackNotifier:
 
     async def send(self, notification: Notification, thread: ThreadRef | None) -> ThreadRef | None:
         """New group: post a message. Known group: update the message and reply in its thread."""
-        message = render.slack_message(notification, self.max_alerts)
+        notes = self.group_notes(notification.group_key) if self.group_notes is not None else []
+        message = render.slack_message(notification, self.max_alerts, actions=self.actions, notes=notes)
         metadata = {
             "event_type": "rocketwatch_notification",
             # The outbox's idempotency key travels with the message, so a duplicate after a crash

@@ -6,6 +6,7 @@
         slack.fail_next(2, error="internal_error", status=500)
         slack.calls_to("chat.postMessage")
         slack.messages[ts]                         # current state of a top-level message
+    SlackServer(..., app_token="xapp-test", socket_url=socket.url) also answers apps.connections.open.
 """
 
 from __future__ import annotations
@@ -44,6 +45,8 @@ class SlackServer:
     """Threaded HTTP server answering Slack's chat API on 127.0.0.1."""
 
     token: str | None = None
+    app_token: str | None = None  # apps.connections.open wants this one (Socket Mode)
+    socket_url: str | None = None  # what apps.connections.open answers (tests/helpers/slack_socket.py)
     calls: list[Call] = field(default_factory=list)
     messages: dict[str, dict[str, Any]] = field(default_factory=dict)
     replies: list[dict[str, Any]] = field(default_factory=list)
@@ -110,6 +113,10 @@ class SlackServer:
                 self.calls.append(Call(method, args, auth, plan.fail_status))
                 return plan.fail_status, {}, {"ok": False, "error": plan.fail_error}
             self.calls.append(Call(method, args, auth, 200))
+            if method == "apps.connections.open":
+                if self.socket_url is None or auth != f"Bearer {self.app_token}":
+                    return 200, {}, {"ok": False, "error": "invalid_auth"}
+                return 200, {}, {"ok": True, "url": self.socket_url}
             if self.token is not None and auth != f"Bearer {self.token}":
                 return 200, {}, {"ok": False, "error": "invalid_auth"}
             if method == "chat.postMessage":

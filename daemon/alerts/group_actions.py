@@ -1,0 +1,107 @@
+"""What on-call people did to an alert group from its Slack message: acknowledged it, or silenced it
+until it resolves. Both last until the group has no active alert, so the next incident starts fresh."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from config.matchers import Matcher, alert_labels, matches_all, parse_matcher
+from daemon.alerts.db import StateDB, from_db_time, to_db_time
+from daemon.alerts.model import AlertInstance
+from daemon.alerts.silences import SilenceStore
+
+ACK = "ack"
+SILENCE_UNTIL_RESOLVED = "silence_until_resolved"
+
+
+def group_matchers(labels: Mapping[str, str]) -> list[str]:
+    """The group's labels as equality matchers, e.g. `alertname="ConsumerLag"`, `group="orders"`."""
+    return [str(Matcher(name, "=", value)) for name, value in labels.items()]
+
+
+@dataclass(frozen=True)
+class GroupAction:
+    """One acknowledgement or until-resolved silence of an alert group."""
+
+    group_key: str
+    kind: str  # ACK or SILENCE_UNTIL_RESOLVED
+    actor: str
+    at: datetime
+    matchers: tuple[str, ...]
+    silence_id: str | None = None
+
+    def covers(self, alert: AlertInstance) -> bool:
+        """True when `alert` belongs to this action's group."""
+        labels = alert_labels(alert.rule, alert.labels, alert.severity)
+        return matches_all((parse_matcher(m) for m in self.matchers), labels)
+
+    def note(self) -> str:
+        """One line for the Slack message and the status page."""
+        when = self.at.strftime("%H:%M UTC")
+        if self.kind == ACK:
+            return f"Acknowledged by {self.actor} at {when}"
+        return f"Silenced until resolved by {self.actor} at {when}"
+
+
+class GroupActionStore:
+    """The group_actions table of the state file."""
+
+    def __init__(self, db: StateDB) -> None:
+        self.db = db
+
+    def record(
+        self, group_key: str, kind: str, actor: str, matchers: Sequence[str], now: datetime,
+        silence_id: str | None = None,
+    ) -> GroupAction:
+        """Store (or replace) the group's action of this kind."""
+        if kind not in (ACK, SILENCE_UNTIL_RESOLVED):
+            raise ValueError(f"unknown group action {kind!r}")
+        action = GroupAction(group_key, kind, actor, now, tuple(matchers), silence_id)
+        with self.db.transaction() as conn:
+            conn.execute(
+                "INSERT OR REPLACE INTO group_actions (group_key, kind, actor, at, silence_id, matchers) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (group_key, kind, actor, to_db_time(now), silence_id, json.dumps(list(matchers))),
+            )
+        return action
+
+    def all(self) -> list[GroupAction]:
+        """Every open action, oldest first."""
+        rows = self.db.query("SELECT * FROM group_actions ORDER BY at")
+        return [
+            GroupAction(r["group_key"], r["kind"], r["actor"], from_db_time(r["at"]), tuple(json.loads(r["matchers"])),
+                        r["silence_id"])
+            for r in rows
+        ]
+
+    def for_group(self, group_key: str) -> list[GroupAction]:
+        """The open actions of one group."""
+        return [a for a in self.all() if a.group_key == group_key]
+
+    def acknowledged(self, group_key: str) -> GroupAction | None:
+        """The group's acknowledgement, if someone took it."""
+        return next((a for a in self.for_group(group_key) if a.kind == ACK), None)
+
+    def notes(self, group_key: str) -> list[str]:
+        """Lines saying who acknowledged or silenced the group, for its message."""
+        return [a.note() for a in self.for_group(group_key)]
+
+    def close_resolved(
+        self, active: Sequence[AlertInstance], silences: SilenceStore, now: datetime
+    ) -> list[GroupAction]:
+        """End the actions of groups with no active alert left; expire their until-resolved silences."""
+        closed = [a for a in self.all() if not any(a.covers(alert) for alert in active)]
+        for action in closed:
+            if action.kind == SILENCE_UNTIL_RESOLVED and action.silence_id:
+                # KeyError: already expired by hand (CLI, page), nothing left to end.
+                with contextlib.suppress(KeyError):
+                    silences.expire(action.silence_id, now)
+            with self.db.transaction() as conn:
+                conn.execute(
+                    "DELETE FROM group_actions WHERE group_key = ? AND kind = ?", (action.group_key, action.kind)
+                )
+        return closed
