@@ -21,6 +21,7 @@ from daemon.alerts.group_actions import GroupActionStore
 from daemon.alerts.inhibit import Inhibitor
 from daemon.alerts.silences import SilenceStore
 from daemon.alerts.tracker import AlertTracker
+from daemon.alerts.value_history import ValueHistory
 from daemon.collectors.remoting.admin import AdminClient
 from daemon.collectors.remoting.client import RemotingClient
 from daemon.collectors.sources import collect_sources
@@ -141,11 +142,14 @@ class Daemon:
         self.outbox = Outbox(self.db)
         self.silences = SilenceStore(self.db)
         self.group_actions = GroupActionStore(self.db)
+        self.value_history = ValueHistory(self.db)
         self._build_routing()
 
     def _build_routing(self) -> None:
         notify = self.config.notify
-        self.notifiers = build_notifiers(notify.receivers, group_notes=self.group_actions.notes)
+        self.notifiers = build_notifiers(
+            notify.receivers, group_notes=self.group_actions.notes, value_series=self.value_history.series
+        )
         inhibitors = [Inhibitor.parse(r.source_matchers, r.target_matchers, r.equal) for r in notify.inhibit_rules]
         self.dispatcher = Dispatcher(
             self.outbox, [r.name for r in notify.receivers], notify.group_by, self.silences, inhibitors
@@ -257,6 +261,7 @@ class Daemon:
         events = self.tracker.update(rulebook.timings, findings, now)
         # Acknowledgements and until-resolved silences end with their group.
         self.group_actions.close_resolved(self.tracker.active_alerts(), self.silences, now)
+        self.value_history.record(self.tracker.active_alerts(), now)
         self.dispatcher.dispatch(events, self.tracker.active_alerts(), now)
         for event in events:
             log.info("alert %s", event)

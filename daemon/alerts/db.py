@@ -81,6 +81,17 @@ MIGRATIONS: list[str] = [
         PRIMARY KEY (group_key, kind)
     );
     """,
+    """
+    -- Each active alert's value per evaluation over the last hour or so, for the charts on the
+    -- status page and in notifications ("how did it get here").
+    CREATE TABLE alert_values (
+        fingerprint TEXT NOT NULL,
+        at          TEXT NOT NULL,
+        value       REAL NOT NULL,
+        PRIMARY KEY (fingerprint, at)
+    );
+    CREATE INDEX alert_values_at ON alert_values (at);
+    """,
 ]
 
 

@@ -44,6 +44,9 @@ def page_state(daemon: Daemon, now: datetime, prefill: Sequence[str] = ()) -> Pa
         last_cycle_at=daemon.last_cycle_at,
         token_required=daemon.config.http.token is not None,
         prefill=prefill,
+        series=daemon.value_history.all_series([a.fingerprint for a in alerts]) if opened else {},
+        group_notes={a.group_key: daemon.group_actions.notes(a.group_key) for a in daemon.group_actions.all()}
+        if opened else {},
     )
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from html import escape
 from typing import Any
@@ -11,6 +11,7 @@ from urllib.parse import urlencode
 
 from daemon.alerts.model import AlertInstance
 from daemon.alerts.silences import Silence
+from daemon.charts.sparkline import Point, svg_sparkline
 from daemon.notify.dispatcher import group_key, group_labels
 
 SEVERITY_COLOURS = {"critical": "#c62828", "warning": "#ef6c00", "info": "#1565c0"}
@@ -26,6 +27,7 @@ th{background:#eee}.group{margin:.8em 0;padding:.4em .6em;background:#fff;border
 .pending{opacity:.75}.label{display:inline-block;font-family:monospace;background:#eceff1;padding:0 .3em;
 margin:0 .2em .1em 0;word-break:break-all}details{margin-top:.3em}details p{white-space:pre-wrap;max-width:70em}
 .bad{color:#c62828;font-weight:600}.ok{color:#2e7d32}.muted{color:#757575}
+.note{background:#e8f5e9;padding:0 .4em;border-radius:.3em;font-size:.9em}
 form.silence label{display:block;margin:.3em 0}form.silence textarea,form.silence input{width:28em}
 """
 
@@ -44,6 +46,8 @@ class PageState:
     last_cycle_at: datetime | None
     token_required: bool
     prefill: Sequence[str] = ()
+    series: Mapping[str, Sequence[Point]] = field(default_factory=dict)  # fingerprint -> value over time
+    group_notes: Mapping[str, Sequence[str]] = field(default_factory=dict)  # group key -> who acked/silenced
 
 
 def _ago(now: datetime, then: datetime | None) -> str:
@@ -90,7 +94,7 @@ def _explain(notes: Mapping[str, str]) -> str:
     return f"<details><summary>diagnosis and next steps</summary>{''.join(parts)}</details>" if parts else ""
 
 
-def _alert_row(alert: AlertInstance, now: datetime, muted: bool) -> str:
+def _alert_row(alert: AlertInstance, now: datetime, muted: bool, series: Sequence[Point] = ()) -> str:
     notes = alert.annotations
     since = alert.fired_at if alert.state == "firing" and alert.fired_at else alert.active_at
     state = escape(alert.state) + (" <span class='muted'>(muted)</span>" if muted else "")
@@ -99,10 +103,16 @@ def _alert_row(alert: AlertInstance, now: datetime, muted: bool) -> str:
         f'<tr class="{escape(alert.state)}" data-fingerprint="{escape(alert.fingerprint)}">'
         f"<td>{_severity(alert.severity)}</td><td>{state}</td>"
         f"<td><b>{escape(alert.rule)}</b><br>{_labels(alert.labels)}</td>"
-        f"<td>{_number(alert.value)} vs {_number(alert.threshold)}</td>"
+        f"<td>{_number(alert.value)} vs {_number(alert.threshold)}"
+        f"{'<br>' + _chart(alert, series) if len(series) > 1 else ''}</td>"
         f'<td title="{escape(since.isoformat())}">{_ago(now, since)}</td>'
         f"<td>{escape(notes.get('summary', ''))}{_explain(notes)}</td><td>{_silence_link(alert)}</td></tr>"
     )
+
+
+def _chart(alert: AlertInstance, series: Sequence[Point]) -> str:
+    colour = SEVERITY_COLOURS.get(alert.severity or "", NO_SEVERITY_COLOUR)
+    return svg_sparkline(series, alert.threshold, colour=colour)
 
 
 ALERT_HEAD = (
@@ -123,8 +133,12 @@ def alerts_section(state: PageState) -> str:
              f'{sum(a.state == "pending" for a in state.alerts)} pending)</h2>']
     for key in sorted(groups, key=lambda k: (min(order.get(a.state, 2) for a in groups[k]), k)):
         members = sorted(groups[key], key=lambda a: (order.get(a.state, 2), a.rule, sorted(a.labels.items())))
-        rows = "".join(_alert_row(a, state.now, a.fingerprint in state.muted) for a in members)
-        parts.append(f'<div class="group"><b>{escape(key)}</b><table>{ALERT_HEAD}{rows}</table></div>')
+        rows = "".join(
+            _alert_row(a, state.now, a.fingerprint in state.muted, state.series.get(a.fingerprint, ()))
+            for a in members
+        )
+        notes = "".join(f' <span class="note">{escape(n)}</span>' for n in state.group_notes.get(key, ()))
+        parts.append(f'<div class="group"><b>{escape(key)}</b>{notes}<table>{ALERT_HEAD}{rows}</table></div>')
     return "".join(parts)
 
 

@@ -7,28 +7,30 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TextIO
 
 from config.receivers import ConsoleReceiver, EmailReceiver, ReceiverConfig, SlackReceiver
+from daemon.charts.sparkline import Point
 from daemon.notify.console import ConsoleNotifier
 from daemon.notify.email import EmailNotifier
 from daemon.notify.model import Notifier
 from daemon.notify.slack import SlackNotifier
 
-GroupNotes = Callable[[str], list[str]]
+GroupNotes = Callable[[str], list[str]]  # group key -> "Acknowledged by ..." lines
+ValueSeries = Callable[[str], Sequence[Point]]  # fingerprint -> the alert's values over its window
 
 
 def build_notifiers(
     configs: Sequence[ReceiverConfig], env: Mapping[str, str] = os.environ, stream: TextIO | None = None,
-    group_notes: GroupNotes | None = None,
+    group_notes: GroupNotes | None = None, value_series: ValueSeries | None = None,
 ) -> dict[str, Notifier]:
     """One notifier per receiver, by name; raises ValueError naming a receiver whose secret is missing."""
     notifiers: dict[str, Notifier] = {}
     for config in configs:
-        notifiers[config.name] = build_notifier(config, env, stream, group_notes)
+        notifiers[config.name] = build_notifier(config, env, stream, group_notes, value_series)
     return notifiers
 
 
 def build_notifier(
     config: ReceiverConfig, env: Mapping[str, str] = os.environ, stream: TextIO | None = None,
-    group_notes: GroupNotes | None = None,
+    group_notes: GroupNotes | None = None, value_series: ValueSeries | None = None,
 ) -> Notifier:
     """The notifier for one receiver config."""
     if isinstance(config, ConsoleReceiver):
@@ -37,7 +39,7 @@ def build_notifier(
         return SlackNotifier(
             config.name, config.resolve_token(env), config.channel, base_url=config.base_url,
             max_alerts=config.max_alerts, timeout=config.timeout,
-            actions=config.resolve_app_token(env) is not None, group_notes=group_notes,
+            actions=config.resolve_app_token(env) is not None, group_notes=group_notes, value_series=value_series,
         )
     if isinstance(config, EmailReceiver):
         return EmailNotifier(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from slack_sdk.errors import SlackApiError
 from slack_sdk.http_retry.builtin_async_handlers import (
@@ -12,8 +12,10 @@ from slack_sdk.http_retry.builtin_async_handlers import (
 )
 from slack_sdk.web.async_client import AsyncWebClient
 
+from daemon.charts.png import png_chart
+from daemon.charts.sparkline import Point
 from daemon.notify import render
-from daemon.notify.model import Notification, ThreadRef
+from daemon.notify.model import AlertSnapshot, Notification, ThreadRef
 
 log = logging.getLogger(__name__)
 
@@ -36,6 +38,7 @@ class SlackNotifier:
         rate_limit_retries: int = 3,
         actions: bool = False,
         group_notes: Callable[[str], list[str]] | None = None,
+        value_series: Callable[[str], Sequence[Point]] | None = None,
     ) -> None:
         self.name = name
         self.channel = channel
@@ -43,6 +46,8 @@ class SlackNotifier:
         # Buttons only when an app-level token lets a Socket Mode listener receive the clicks.
         self.actions = actions
         self.group_notes = group_notes
+        # With a value history, a new group's message gets a chart of how its worst alert got there.
+        self.value_series = value_series
         # Retries live in slack-sdk: 429 waits for Retry-After, a dropped connection is retried.
         # Anything else fails the send and the outbox retries later with its own backoff.
         handlers = [
@@ -82,4 +87,33 @@ class SlackNotifier:
                 )
                 return thread
         response = await self.client.chat_postMessage(channel=self.channel, metadata=metadata, **message)
-        return ThreadRef(id=response["ts"], channel=response.get("channel") or self.channel)
+        ref = ThreadRef(id=response["ts"], channel=response.get("channel") or self.channel)
+        if notification.status == "firing" and self.value_series is not None:
+            await self._upload_chart(notification, ref)
+        return ref
+
+    async def _upload_chart(self, notification: Notification, ref: ThreadRef) -> None:
+        # The message is posted: a chart that fails to upload is logged, never a reason to post again.
+        worst = max(notification.firing, key=_over_threshold, default=None)
+        points = self.value_series(worst.fingerprint) if worst is not None and self.value_series else []
+        if worst is None or len(points) < 3:
+            return
+        minutes = max(1, round((points[-1][0] - points[0][0]).total_seconds() / 60))
+        where = ", ".join(f"{k}={v}" for k, v in render.where(worst))
+        title = f"{worst.rule}: value over the last {minutes} min ({where})"
+        colour = render.COLOURS.get(worst.severity, render.COLOURS[None])
+        try:
+            chart = png_chart(points, worst.threshold, title=f"{worst.rule} {where}", colour=colour)
+            await self.client.files_upload_v2(
+                channel=ref.channel, thread_ts=ref.id, content=chart, filename=f"{worst.rule}.png", title=title,
+            )
+        except Exception as exc:  # noqa: BLE001 (any failure: the chart is a nicety, the alert went out)
+            log.warning("slack %s: chart for %s not uploaded: %s", self.name, notification.group_key, exc)
+
+
+def _over_threshold(alert: AlertSnapshot) -> float:
+    if alert.value is None:
+        return float("-inf")
+    if not alert.threshold:
+        return alert.value
+    return alert.value / alert.threshold

@@ -313,3 +313,25 @@ def test_reload_is_a_write_too(tmp_path: Path) -> None:
             assert r.status == 200 and (await r.json())["reloaded"] is True
 
     serve(make_daemon(tmp_path), scenario)
+
+
+def test_alerts_carry_a_chart_of_their_value_and_who_acknowledged_them(tmp_path: Path) -> None:
+    async def scenario(http: aiohttp.ClientSession, base: str, daemon: Daemon) -> None:
+        now = datetime.now(UTC)
+        (big,) = [a for a in daemon.tracker.active_alerts() if a.rule == "BigCache"]
+        for minutes, value in ((4, 5200.0), (3, 6100.0), (2, 7400.0), (1, 9100.0)):
+            big.value = value
+            daemon.value_history.record([big], now - timedelta(minutes=minutes))
+        key = '{alertname="BigCache",cluster="prod",group="orders<script>"}'
+        daemon.group_actions.record(key, "ack", "ana", ['alertname="BigCache"'], now)
+        async with http.get(f"{base}/") as r:
+            raw = await r.text()
+        page = html.unescape(raw)
+        (chart,) = [part for part in raw.split("<svg")[1:]]
+        assert 'class="spark"' in chart and "5200 at" in html.unescape(chart) and "9100 at" in html.unescape(chart)
+        assert 'stroke-dasharray' in chart  # the threshold line
+        assert chart.count("<polyline") == 1
+        assert "Acknowledged by ana" in page
+        assert page.index("Acknowledged by ana") < page.index('{alertname="SlowPull"')  # on BigCache's group
+
+    serve(make_daemon(tmp_path), scenario)

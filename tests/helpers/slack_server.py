@@ -50,11 +50,13 @@ class SlackServer:
     calls: list[Call] = field(default_factory=list)
     messages: dict[str, dict[str, Any]] = field(default_factory=dict)
     replies: list[dict[str, Any]] = field(default_factory=list)
+    uploads: list[dict[str, Any]] = field(default_factory=list)  # completed file uploads (bytes in "content")
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
         self._plan = _Plan()
         self._ts = 1_700_000_000
+        self._files: dict[str, dict[str, Any]] = {}
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -128,6 +130,25 @@ class SlackServer:
                 else:
                     self.messages[ts] = message
                 return 200, {}, {"ok": True, "channel": CHANNEL_ID, "ts": ts, "message": message}
+            if method == "files.getUploadURLExternal":
+                file_id = f"F{len(self._files) + 1:04d}"
+                self._files[file_id] = {"filename": args.get("filename"), "length": int(args.get("length") or 0)}
+                port = self._httpd.server_address[1] if self._httpd else 0
+                return 200, {}, {"ok": True, "file_id": file_id,
+                                 "upload_url": f"http://127.0.0.1:{port}/upload/{file_id}"}
+            if method == "files.completeUploadExternal":
+                files = args.get("files")
+                files = json.loads(files) if isinstance(files, str) else files or []
+                done = []
+                for f in files:
+                    stored = self._files.get(f.get("id"), {})
+                    if "content" not in stored:
+                        return 200, {}, {"ok": False, "error": "file_not_uploaded"}
+                    upload = {**stored, "id": f["id"], "title": f.get("title"), "channel_id": args.get("channel_id"),
+                              "thread_ts": args.get("thread_ts"), "initial_comment": args.get("initial_comment")}
+                    self.uploads.append(upload)
+                    done.append({"id": f["id"], "title": f.get("title")})
+                return 200, {}, {"ok": True, "files": done}
             if method == "chat.update":
                 ts = args.get("ts", "")
                 if ts not in self.messages:
@@ -141,11 +162,22 @@ def _handler_for(server: SlackServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:  # noqa: N802 (http.server's hook name)
             length = int(self.headers.get("Content-Length") or 0)
-            raw = self.rfile.read(length).decode()
+            body = self.rfile.read(length)
+            if self.path.startswith("/upload/"):  # step 2 of files.upload_v2: the raw bytes
+                with server._lock:
+                    server._files.setdefault(self.path.rsplit("/", 1)[-1], {})["content"] = body
+                self.send_response(200)
+                self.send_header("Content-Length", "2")
+                self.end_headers()
+                self.wfile.write(b"OK")
+                return
+            raw = body.decode()
             if "json" in (self.headers.get("Content-Type") or ""):
                 args = json.loads(raw or "{}")
             else:
                 args = dict(parse_qsl(raw))
+            if "?" in self.path:  # slack-sdk sends some methods' arguments in the query string
+                args = {**dict(parse_qsl(self.path.split("?", 1)[1])), **args}
             for key in ("blocks", "attachments", "metadata"):  # form bodies carry these JSON-encoded
                 if isinstance(args.get(key), str):
                     args[key] = json.loads(args[key])

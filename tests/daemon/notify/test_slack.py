@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import asyncio
 import json
+from datetime import timedelta
 
 import pytest
 
 from config.receivers import SlackReceiver
 from daemon.notify.factory import build_notifier
-from tests.daemon.notify.conftest import Cycle, at, span
+from rules.findings import RuleTiming
+from tests.daemon.notify.conftest import RULE, Cycle, at, span
 from tests.helpers.slack_server import CHANNEL_ID, SlackServer
 
 TOKEN = "xoxb-test-token"
+TIMINGS_FOR = {RULE: RuleTiming(RULE, for_=timedelta(seconds=100))}  # pending for 100 s, then firing
 
 
 @pytest.fixture
@@ -128,3 +131,63 @@ def test_secrets_stay_out_of_reprs(slack):
     assert "xoxb-inline-secret" not in repr(config) and "xoxb-inline-secret" not in str(config.model_dump())
     notifier = build_notifier(config)
     assert "xoxb-inline-secret" not in repr(notifier)
+
+
+def test_a_new_group_gets_a_chart_of_its_worst_alert_in_the_thread(db, slack):
+    from daemon.alerts.value_history import ValueHistory
+
+    history = ValueHistory(db)
+    cycle = Cycle(db, ["oncall-slack"])
+    config = SlackReceiver(
+        type="slack", name="oncall-slack", channel="#rocketmq-alerts", token_env="SLACK_BOT_TOKEN",
+        base_url=slack.base_url, timeout=5,
+    )
+    notifier = {"oncall-slack": build_notifier(config, env={"SLACK_BOT_TOKEN": TOKEN}, value_series=history.series)}
+    # The span climbs over four evaluations (the rule's `for` would keep it pending meanwhile).
+    for i, value in enumerate((1200, 1900, 2600, 3626)):
+        cycle.tracker.update(TIMINGS_FOR, [span(queue=3, value=value), span(queue=5, value=1100)], at(30 * i))
+        history.record(cycle.tracker.active_alerts(), at(30 * i))
+    events = cycle.tracker.update(TIMINGS_FOR, [span(queue=3, value=3626), span(queue=5, value=1100)], at(120))
+    cycle.dispatcher.dispatch(events, cycle.tracker.active_alerts(), at(120))
+    asyncio.run(cycle.outbox.deliver_due(notifier, at(120)))
+
+    (post,) = slack.calls_to("chat.postMessage")
+    (upload,) = slack.uploads
+    assert upload["content"].startswith(b"\x89PNG\r\n\x1a\n")  # a real PNG
+    assert upload["thread_ts"] in slack.messages and upload["channel_id"] == CHANNEL_ID
+    assert "queue_id=3" in upload["title"] and "last 2 min" in upload["title"]  # the worst queue: 3626 > 1100
+
+    # An update of the same group (resolve) uploads nothing more.
+    events = cycle.tracker.update(TIMINGS_FOR, [], at(150))
+    cycle.dispatcher.dispatch(events, cycle.tracker.active_alerts(), at(150))
+    asyncio.run(cycle.outbox.deliver_due(notifier, at(150)))
+    assert len(slack.uploads) == 1
+
+
+def test_a_failing_chart_upload_does_not_fail_the_notification(db, slack):
+    from daemon.alerts.value_history import ValueHistory
+
+    history = ValueHistory(db)
+    cycle = Cycle(db, ["oncall-slack"])
+    config = SlackReceiver(
+        type="slack", name="oncall-slack", channel="#rocketmq-alerts", token_env="SLACK_BOT_TOKEN",
+        base_url=slack.base_url, timeout=5,
+    )
+    notifier = {"oncall-slack": build_notifier(config, env={"SLACK_BOT_TOKEN": TOKEN}, value_series=history.series)}
+    for i in range(3):
+        cycle.tracker.update(TIMINGS_FOR, [span(value=1500 + i)], at(30 * i))
+        history.record(cycle.tracker.active_alerts(), at(30 * i))
+    events = cycle.tracker.update(TIMINGS_FOR, [span(value=1600)], at(120))
+    cycle.dispatcher.dispatch(events, cycle.tracker.active_alerts(), at(120))
+    posted = len(slack.calls_to("chat.postMessage"))
+    original = slack._answer
+
+    def refuse_uploads(method, args, auth):
+        if method.startswith("files."):
+            return 200, {}, {"ok": False, "error": "not_allowed_token_type"}
+        return original(method, args, auth)
+
+    slack._answer = refuse_uploads
+    report = asyncio.run(cycle.outbox.deliver_due(notifier, at(120)))
+    assert report.delivered == 1 and report.failed == 0
+    assert len(slack.calls_to("chat.postMessage")) == posted + 1 and slack.uploads == []
