@@ -122,6 +122,20 @@ class SparkConfig(_Strict):
     conf: dict[str, str] = Field(default_factory=dict)
 
 
+class DaemonConfig(_Strict):
+    """How the daemon stops and how systemd's watchdog judges it."""
+
+    shutdown_timeout: Duration = Field(
+        default=timedelta(seconds=25),
+        description="on SIGTERM: the cycle in flight and the outbox flush get this long (keep < TimeoutStopSec)",
+    )
+    watchdog_stall_after: Duration | None = Field(
+        default=None,
+        description="no completed cycle for this long stops WATCHDOG=1; default 10 x the longest interval, "
+        "at least 5m (Spark's start counts)",
+    )
+
+
 class InhibitRuleConfig(_Strict):
     """While an alert matching `source_matchers` fires, mute alerts matching `target_matchers` with equal labels."""
 
@@ -197,6 +211,7 @@ class RocketwatchConfig(_Strict):
     rule_overrides: dict[str, RuleOverride] = Field(default_factory=dict)
     notify: NotifyConfig = Field(default_factory=NotifyConfig)
     http: HttpConfig = Field(default_factory=HttpConfig)
+    daemon: DaemonConfig = Field(default_factory=DaemonConfig)
 
     @model_validator(mode="after")
     def _unique_clusters(self) -> RocketwatchConfig:
@@ -209,6 +224,12 @@ class RocketwatchConfig(_Strict):
     def store(self) -> Path:
         """Where the Parquet sample store lives."""
         return self.store_path or self.state_dir / "store"
+
+    @property
+    def watchdog_stall_after(self) -> timedelta:
+        """No completed cycle for this long means the daemon is stuck."""
+        longest = max(self.collect.interval, self.evaluate.interval)
+        return self.daemon.watchdog_stall_after or max(timedelta(minutes=5), 10 * longest)
 
     @property
     def stale_after(self) -> timedelta:

@@ -7,6 +7,7 @@ import logging
 import signal
 import time
 from collections import deque
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -35,6 +36,7 @@ from daemon.rulebook import Rulebook, load_rulebook
 from daemon.sdnotify import sd_notify
 from daemon.statedir import StateDirLock
 from daemon.store.writer import ParquetStore
+from daemon.watchdog import Watchdog, watchdog_interval
 
 log = logging.getLogger("rocketwatch")
 
@@ -94,6 +96,8 @@ class Daemon:
         self._slack_tasks: list[asyncio.Task] = []
         self._ready = False
         self._stopping = asyncio.Event()
+        self._inflight: set[asyncio.Task] = set()
+        self.watchdog: Watchdog | None = None
 
     # ---- lifecycle -------------------------------------------------------------------------
 
@@ -117,10 +121,11 @@ class Daemon:
             await asyncio.to_thread(self._start_spark)
             self._schedule()
             self.scheduler.start()
+            watchdog = self._start_watchdog()
             await self._stopping.wait()
-            log.info("stopping: waiting for the cycle in flight, then flushing the outbox")
-            self.scheduler.shutdown(wait=False)
-            await self.dispatch_once()
+            await self._shutdown()
+            if watchdog is not None:
+                watchdog.cancel()
         finally:
             for listener in self._slack_listeners:
                 await listener.stop()
@@ -135,6 +140,60 @@ class Daemon:
     def stop(self) -> None:
         """Ask the daemon to stop (as SIGTERM does)."""
         self._stopping.set()
+
+    def _start_watchdog(self) -> asyncio.Task | None:
+        interval = watchdog_interval()
+        if interval is None:
+            return None
+        stall = self.config.watchdog_stall_after.total_seconds()
+        self.watchdog = Watchdog(interval, stall)
+        log.info("systemd watchdog: WATCHDOG=1 every %.1fs while a cycle completes at least every %.0fs",
+                 interval, stall)
+        return asyncio.get_running_loop().create_task(self.watchdog.run(), name="watchdog")
+
+    async def _shutdown(self) -> None:
+        """Stop scheduling, let the cycles in flight finish, flush the outbox, stop Spark: all bounded."""
+        sd_notify("STOPPING=1")
+        budget = self.config.daemon.shutdown_timeout.total_seconds()
+        deadline = time.monotonic() + budget
+        self.scheduler.shutdown(wait=False)
+        inflight = {t for t in self._inflight if not t.done()}
+        if inflight:
+            log.info("stopping: waiting up to %.0fs for %d cycle(s) in flight", budget * 0.6, len(inflight))
+            _, late = await asyncio.wait(inflight, timeout=budget * 0.6)
+            for task in late:
+                log.warning("stopping: %s still running after %.0fs; abandoned", task.get_name(), budget * 0.6)
+                task.cancel()
+        try:
+            await asyncio.wait_for(self.dispatch_once(final=True), timeout=max(deadline - time.monotonic(), 1.0))
+        except TimeoutError:
+            log.warning("stopping: outbox flush cut off after %.0fs; %d notification(s) stay queued and go out "
+                        "after the next start", budget, self.outbox.depth())
+        depth = self.outbox.depth()
+        log.info("stopping: outbox flushed, %d notification(s) left queued", depth)
+        await asyncio.to_thread(self._stop_spark)
+
+    def _stop_spark(self) -> None:
+        if self._evaluator is None:
+            return
+        from spark.session import stop_session
+
+        try:
+            stop_session()
+        except Exception:  # the JVM may already be gone; stopping is best effort
+            log.debug("spark session stop failed", exc_info=True)
+        self.metrics.spark_up.set(0)
+
+    async def _tracked(self, job: Callable[..., Awaitable[None]], *args: object) -> None:
+        # Every scheduled run registers itself so shutdown can wait for the one in flight.
+        task = asyncio.current_task()
+        if task is not None:
+            self._inflight.add(task)
+        try:
+            await job(*args)
+        finally:
+            if task is not None:
+                self._inflight.discard(task)
 
     def _open_state(self) -> None:
         self.db = StateDB(self.config.state_dir / "state.db")
@@ -187,15 +246,15 @@ class Daemon:
         first = utcnow()
         for cluster in self.config.clusters:
             self.scheduler.add_job(
-                self.collect_once, "interval", args=[cluster], id=f"collect:{cluster.name}",
+                self._tracked, "interval", args=[self.collect_once, cluster], id=f"collect:{cluster.name}",
                 seconds=self.config.collect.interval.total_seconds(), next_run_time=first, **common,
             )
         self.scheduler.add_job(
-            self.evaluate_once, "interval", id="evaluate",
+            self._tracked, "interval", args=[self.evaluate_once], id="evaluate",
             seconds=self.config.evaluate.interval.total_seconds(), next_run_time=first, **common,
         )
         self.scheduler.add_job(
-            self.dispatch_once, "interval", id="dispatch",
+            self._tracked, "interval", args=[self.dispatch_once], id="dispatch",
             seconds=self.config.notify.interval.total_seconds(), **common,
         )
 
@@ -236,10 +295,12 @@ class Daemon:
         )
         failures = [h for h in result.rows.get("collector_health", []) if not h["ok"]]
         for h in failures:
-            log.warning("cluster %s: %s to %s failed: %s", cluster.name, h["call"], h["target"], h["error"])
+            log.warning("cluster %s: %s to %s failed: %s", cluster.name, h["call"], h["target"], h["error"],
+                        extra={"cluster": cluster.name, "broker": h["target"]})
         log.info(
             "collected cluster %s in %.2fs: %s",
             cluster.name, elapsed, ", ".join(f"{n}={c}" for n, c in sorted(written.items())),
+            extra={"cluster": cluster.name},
         )
 
     async def evaluate_once(self) -> None:
@@ -257,6 +318,8 @@ class Daemon:
             # Spark failing must not kill the daemon: the next cycle tries again, /readyz tells.
             self.metrics.evaluation_failures.inc()
             log.exception("evaluation failed; alert states kept as they were, retrying next cycle")
+            if self.watchdog is not None:
+                self.watchdog.progress()  # failing is not hanging: the self-monitoring alert says why
             return
         events = self.tracker.update(rulebook.timings, findings, now)
         # Acknowledgements and until-resolved silences end with their group.
@@ -264,7 +327,9 @@ class Daemon:
         self.value_history.record(self.tracker.active_alerts(), now)
         self.dispatcher.dispatch(events, self.tracker.active_alerts(), now)
         for event in events:
-            log.info("alert %s", event)
+            labels = event.alert.labels
+            log.info("alert %s", event, extra={"rule": event.alert.rule, **{
+                k: labels[k] for k in ("cluster", "broker", "group", "topic", "queue_id", "client_id") if k in labels}})
         self.stats.evaluate_cycles += 1
         self.stats.last_evaluate_s = time.monotonic() - started
         self.metrics.evaluate_seconds.observe(self.stats.last_evaluate_s)
@@ -272,6 +337,8 @@ class Daemon:
         self.metrics.observe_findings(findings)
         self.metrics.observe_alerts(self.tracker.active_alerts())
         self.last_cycle_at = utcnow()
+        if self.watchdog is not None:
+            self.watchdog.progress()
         self.metrics.last_cycle.set(self.last_cycle_at.timestamp())
         self.stats.firing = sum(1 for a in self.tracker.active_alerts() if a.state == "firing")
         await self.dispatch_once()
@@ -290,9 +357,9 @@ class Daemon:
             self.metrics.outbox_depth.set(self.outbox.depth())
         self.metrics.rules.set(len(self.rulebook.rules))
 
-    async def dispatch_once(self) -> None:
-        """Deliver what the outbox holds that is due, retrying earlier failures."""
-        report = await self.outbox.deliver_due(self.notifiers, utcnow())
+    async def dispatch_once(self, final: bool = False) -> None:
+        """Deliver what the outbox holds that is due, retrying earlier failures (all of them when final)."""
+        report = await self.outbox.deliver_due(self.notifiers, utcnow(), ignore_backoff=final)
         self.metrics.notifications.labels("delivered").inc(report.delivered)
         self.metrics.notifications.labels("failed").inc(report.failed)
         self.metrics.outbox_depth.set(self.outbox.depth())

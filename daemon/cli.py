@@ -6,7 +6,6 @@ import argparse
 import asyncio
 import contextlib
 import importlib
-import logging
 import sys
 from pathlib import Path
 
@@ -16,15 +15,10 @@ from ruamel.yaml.error import YAMLError
 from rules.tables import TABLES, VIEWS
 
 
-def _setup_logging(level: str) -> None:
-    logging.basicConfig(
-        level=getattr(logging, level.upper(), logging.INFO),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
-    # py4j and APScheduler are chatty at INFO; their news is rarely an operator's.
-    logging.getLogger("py4j").setLevel(logging.WARNING)
-    logging.getLogger("apscheduler").setLevel(logging.WARNING)
+def _setup_logging(level: str, fmt: str = "text") -> None:
+    from daemon.logformat import setup_logging
+
+    setup_logging(level, fmt)
 
 
 def _is_config_file(path: Path) -> bool:
@@ -82,7 +76,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from daemon.statedir import StateDirLocked
     from rules.loader import RuleLoadError
 
-    _setup_logging(args.log_level)
+    _setup_logging(args.log_level, args.log_format)
     try:
         config = load_config(args.config)
         from daemon.app import Daemon
@@ -200,6 +194,8 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run the daemon")
     run.add_argument("--config", "-c", required=True, help="configuration file (YAML)")
     run.add_argument("--log-level", default="info")
+    run.add_argument("--log-format", choices=("text", "json"), default="text",
+                     help="json: one object per line (ts, level, logger, msg, cluster/broker/group...)")
     run.set_defaults(func=cmd_run)
 
     demo = sub.add_parser("demo", help="simulated cluster + stuck consumer, alerts in this terminal")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import time
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -99,6 +101,13 @@ async def reload(request: web.Request) -> web.Response:
     return web.json_response({"reloaded": ok, "message": message}, status=200 if ok else 400)
 
 
+async def block_loop(request: web.Request) -> web.Response:
+    """Test hook (only with ROCKETWATCH_TEST_HOOKS=1): block the event loop, as a runaway call would."""
+    seconds = min(float(request.query.get("seconds", "1")), 60.0)
+    time.sleep(seconds)  # deliberately blocking: the watchdog test needs a stuck loop
+    return web.json_response({"blocked_s": seconds})
+
+
 def build_app(daemon: Daemon) -> web.Application:
     """The daemon's web application."""
     app = web.Application()
@@ -110,6 +119,8 @@ def build_app(daemon: Daemon) -> web.Application:
     app.router.add_get("/api/silences", api_silences)
     app.router.add_post("/-/reload", reload)
     add_status_routes(app)
+    if os.environ.get("ROCKETWATCH_TEST_HOOKS") == "1":
+        app.router.add_post("/-/test/block-loop", block_loop)
     return app
 
 

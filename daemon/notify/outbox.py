@@ -118,25 +118,31 @@ class Outbox:
             )
             return cur.rowcount
 
-    async def deliver_due(self, notifiers: Mapping[str, Notifier], now: datetime) -> DeliveryReport:
-        """Send every due row, in order per (receiver, group key); receivers are served concurrently."""
+    async def deliver_due(
+        self, notifiers: Mapping[str, Notifier], now: datetime, ignore_backoff: bool = False
+    ) -> DeliveryReport:
+        """Send every due row, in order per (receiver, group key); receivers are served concurrently.
+
+        `ignore_backoff` (the flush at shutdown) gives rows still waiting out a backoff one more try.
+        """
         async with self._flush:
             report = DeliveryReport()
             queues: dict[str, dict[str, list[OutboxRow]]] = {}
             for row in self.rows(undelivered_only=True):
                 queues.setdefault(row.receiver, {}).setdefault(row.group_key, []).append(row)
             await asyncio.gather(*(
-                self._deliver_receiver(notifiers.get(receiver), groups, now, report)
+                self._deliver_receiver(notifiers.get(receiver), groups, now, report, ignore_backoff)
                 for receiver, groups in queues.items()
             ))
             return report
 
     async def _deliver_receiver(
-        self, notifier: Notifier | None, groups: dict[str, list[OutboxRow]], now: datetime, report: DeliveryReport
+        self, notifier: Notifier | None, groups: dict[str, list[OutboxRow]], now: datetime, report: DeliveryReport,
+        ignore_backoff: bool = False,
     ) -> None:
         for queue in groups.values():
             for position, row in enumerate(queue):
-                if row.next_attempt_at > now:
+                if row.next_attempt_at > now and not ignore_backoff:
                     report.waiting += len(queue) - position
                     break
                 if not await self._deliver_row(notifier, row, now, report):

@@ -9,17 +9,15 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 import pytest
 
 from daemon.simulator import SimulatorThread
+from tests.helpers.daemon_proc import free_port, http, wait_until
 from tests.helpers.slack_server import SlackServer
 from tests.helpers.smtp_server import SmtpServer
 
@@ -27,29 +25,6 @@ pytestmark = pytest.mark.acceptance
 
 GROUP_A, GROUP_B = "stuckGroup", "healthyGroup"
 TOKEN = "xoxb-acceptance"
-
-
-def _wait(predicate, timeout: float, what: str, log: Path) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            tail = "\n".join(log.read_text(errors="replace").splitlines()[-40:])
-            raise AssertionError(f"{what} did not happen within {timeout:.0f}s; daemon log tail:\n{tail}")
-        time.sleep(0.25)
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _get(url: str) -> tuple[int, str]:
-    try:
-        with urllib.request.urlopen(url, timeout=5) as response:
-            return response.status, response.read().decode()
-    except urllib.error.HTTPError as err:
-        return err.code, err.read().decode()
 
 
 def _config(tmp: Path, namesrv: str, slack: SlackServer, smtp: SmtpServer, http_port: int) -> Path:
@@ -103,7 +78,7 @@ def test_stuck_consumer_fires_once_in_slack_and_email_then_resolves(tmp_path):
         SlackServer(token=TOKEN) as slack,
         SmtpServer() as smtp,
     ):
-        http_port = _free_port()
+        http_port = free_port()
         base = f"http://127.0.0.1:{http_port}"
         config = _config(tmp_path, sim.namesrv_addr, slack, smtp, http_port)
         log = tmp_path / "daemon.log"
@@ -114,11 +89,11 @@ def test_stuck_consumer_fires_once_in_slack_and_email_then_resolves(tmp_path):
                 stdout=out, stderr=subprocess.STDOUT, env=env, cwd=Path(__file__).resolve().parents[2],
             )
         try:
-            _wait(lambda: "first cycle complete" in log.read_text(), 120, "the daemon's first cycle", log)
+            wait_until(lambda: "first cycle complete" in log.read_text(), 120, "the daemon's first cycle", log)
             assert not slack.calls and not smtp.messages, "nothing may be sent while the cluster is healthy"
 
             sim.trigger("block")
-            _wait(lambda: slack.messages and smtp.messages, 120, "the firing notification", log)
+            wait_until(lambda: slack.messages and smtp.messages, 120, "the firing notification", log)
             time.sleep(5)  # more cycles pass: still exactly one message and one mail for the group
             assert len(slack.messages) == 1 and not slack.replies
             assert len(smtp.messages) == 1
@@ -130,18 +105,18 @@ def test_stuck_consumer_fires_once_in_slack_and_email_then_resolves(tmp_path):
             assert "FIRING" in smtp.messages[0]["Subject"]
 
             # What the HTTP side shows while it fires: ready, the alert, its metrics; never the token.
-            assert _get(f"{base}/readyz")[0] == 200
-            status, body = _get(f"{base}/api/alerts")
+            assert http("GET", f"{base}/readyz")[0] == 200
+            status, body = http("GET", f"{base}/api/alerts")
             firing = [a for a in json.loads(body)["alerts"] if a["state"] == "firing"]
             assert status == 200 and [a["rule"] for a in firing] == ["ProcessQueueSpanTooLong"]
             assert firing[0]["labels"]["group"] == GROUP_A and firing[0]["value"] == 3626
-            status, metrics = _get(f"{base}/metrics")
+            status, metrics = http("GET", f"{base}/metrics")
             assert 'rocketwatch_alerts{state="firing"} 1.0' in metrics
             assert 'rocketwatch_rows_collected_total{cluster="DefaultCluster",table="process_queue"}' in metrics
             assert TOKEN not in body and TOKEN not in metrics and TOKEN not in log.read_text()
 
             sim.trigger("release")
-            _wait(
+            wait_until(
                 lambda: slack.calls_to("chat.update") and slack.replies and len(smtp.messages) >= 2,
                 90, "the resolve notification", log,
             )

@@ -1,0 +1,193 @@
+"""The daemon as systemd runs it: READY and WATCHDOG over NOTIFY_SOCKET, JSON logs, no secret
+anywhere, and SIGTERM with notifications still queued → the outbox flushed and exit 0.
+
+One daemon subprocess for the whole story (against the simulator, aiosmtpd with auth and the local
+Slack API server), so the suite pays for one JVM start.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from daemon.simulator import SimulatorThread
+from tests.helpers.daemon_proc import REPO, free_port, http, log_tail, start_daemon, wait_until
+from tests.helpers.slack_server import SlackServer
+from tests.helpers.smtp_server import SmtpServer
+
+pytestmark = pytest.mark.acceptance
+
+SLACK_TOKEN = "xoxb-lifecycle-5ecret"
+SMTP_PASSWORD = "smtp-pa55word-lifecycle"
+HTTP_TOKEN = "http-t0ken-lifecycle"
+SECRETS = (SLACK_TOKEN, SMTP_PASSWORD, HTTP_TOKEN)
+WATCHDOG_USEC = 400_000  # pings every 0.2 s
+
+
+class NotifySocket:
+    """A datagram socket standing in for systemd's $NOTIFY_SOCKET; keeps (time, message) pairs."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.sock.bind(str(path))
+        self.sock.settimeout(0.1)
+        self.messages: list[tuple[float, str]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._read, daemon=True)
+        self._thread.start()
+
+    def _read(self) -> None:
+        while not self._stop.is_set():
+            try:
+                data = self.sock.recv(4096).decode()
+            except TimeoutError:
+                continue
+            for line in data.splitlines():
+                self.messages.append((time.monotonic(), line))
+
+    def times(self, message: str, since: float = 0.0) -> list[float]:
+        """When `message` arrived (monotonic seconds), from `since` on."""
+        return [t for t, m in list(self.messages) if m == message and t >= since]
+
+    def seen(self, prefix: str) -> bool:
+        """True once a line starting with `prefix` arrived."""
+        return any(m.startswith(prefix) for _, m in list(self.messages))
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(2)
+        self.sock.close()
+
+
+def _config(tmp: Path, namesrv: str, slack: SlackServer, smtp: SmtpServer, http_port: int) -> Path:
+    path = tmp / "rocketwatch.yaml"
+    path.write_text(
+        f"""
+clusters:
+  - name: DefaultCluster
+    namesrv: ["{namesrv}"]
+state_dir: {tmp / "state"}
+collect: {{interval: 2s, timeout: 2s}}
+evaluate: {{interval: 2s}}
+daemon: {{shutdown_timeout: 20s, watchdog_stall_after: 60s}}
+http: {{listen: "127.0.0.1:{http_port}", token: "{HTTP_TOKEN}"}}
+rule_overrides:
+  ProcessQueueSpanTooLong: {{for: 4s, keep_firing_for: 2s}}
+notify:
+  interval: 1s
+  receivers:
+    - type: slack
+      name: oncall-slack
+      channel: "#mq-alerts"
+      token_env: LIFECYCLE_SLACK_TOKEN
+      base_url: "{slack.base_url}"
+    - type: email
+      name: oncall-mail
+      host: 127.0.0.1
+      port: {smtp.port}
+      security: none
+      from_addr: rocketwatch@example.com
+      to: [mq-oncall@example.com]
+      username: rocketwatch
+      password_env: LIFECYCLE_SMTP_PASSWORD
+"""
+    )
+    return path
+
+
+def _undelivered(state_db: Path) -> int:
+    with sqlite3.connect(f"file:{state_db}?mode=ro", uri=True, timeout=5) as conn:
+        return conn.execute("SELECT count(*) FROM outbox WHERE delivered_at IS NULL").fetchone()[0]
+
+
+def test_systemd_contract_json_logs_no_secrets_and_a_clean_stop(tmp_path):
+    with (
+        SimulatorThread("stuck-consumer", time_scale=0.25, block_at=None) as sim,
+        SlackServer(token=SLACK_TOKEN) as slack,
+        SmtpServer(credentials=("rocketwatch", SMTP_PASSWORD)) as smtp,
+    ):
+        notify = NotifySocket(tmp_path / "notify.sock")
+        http_port = free_port()
+        base = f"http://127.0.0.1:{http_port}"
+        config = _config(tmp_path, sim.namesrv_addr, slack, smtp, http_port)
+        log = tmp_path / "daemon.log"
+        env = {
+            "NOTIFY_SOCKET": str(notify.path), "WATCHDOG_USEC": str(WATCHDOG_USEC), "ROCKETWATCH_TEST_HOOKS": "1",
+            "LIFECYCLE_SLACK_TOKEN": SLACK_TOKEN, "LIFECYCLE_SMTP_PASSWORD": SMTP_PASSWORD,
+        }
+        proc = start_daemon(config, log, env, "--log-format", "json")
+        try:
+            # READY=1 after the first completed cycle, then WATCHDOG=1 about every 0.2 s.
+            wait_until(lambda: notify.seen("READY=1"), 120, "READY=1", log)
+            ready_at = notify.times("READY=1")[0]
+            wait_until(lambda: len(notify.times("WATCHDOG=1", ready_at)) >= 5, 10, "WATCHDOG=1 pings", log)
+            assert notify.seen("STATUS=cycle")
+
+            # A blocked event loop stops the pings; they resume once it runs again.
+            blocked_from = time.monotonic()
+            status, _ = http("POST", f"{base}/-/test/block-loop?seconds=2.5", timeout=30)
+            assert status == 200
+            wait_until(lambda: len(notify.times("WATCHDOG=1", blocked_from + 2.5)) >= 3, 10, "pings after the block",
+                       log)
+            pings = notify.times("WATCHDOG=1", ready_at)
+            gaps = [later - earlier for earlier, later in zip(pings, pings[1:], strict=False)]
+            assert max(gaps) >= 2.0, f"pings went on while the loop was blocked: gaps {gaps}"
+
+            assert http("GET", f"{base}/readyz")[0] == 200
+            status, metrics = http("GET", f"{base}/metrics")
+            assert status == 200 and "rocketwatch_evaluate_duration_seconds" in metrics
+
+            # An alert fires and goes out; then Slack breaks and the resolve waits in the outbox.
+            sim.trigger("block")
+            wait_until(lambda: slack.messages and smtp.messages, 120, "the firing notification", log)
+            slack.fail_next(10_000, error="internal_error", status=500)
+            sim.trigger("release")
+            state_db = tmp_path / "state" / "state.db"
+            wait_until(lambda: _undelivered(state_db) > 0 and slack.calls_to("chat.update", answered=False), 90,
+                       "a resolve stuck in the outbox", log)
+
+            # Nothing secret anywhere an operator or a scraper can look.
+            exposed = [http("GET", f"{base}{path}")[1] for path in ("/api/alerts", "/api/silences", "/metrics", "/")]
+            check = subprocess.run([sys.executable, "-m", "daemon.cli", "check", str(config)], capture_output=True,
+                                   text=True, cwd=REPO, timeout=60)
+            for text in [*exposed, check.stdout + check.stderr, log.read_text()]:
+                for secret in SECRETS:
+                    assert secret not in text
+
+            # Slack is back; SIGTERM right away: the flush gives the waiting resolve its last try.
+            slack.fail_next(0)
+            stop_sent = time.monotonic()
+            proc.send_signal(signal.SIGTERM)
+            rc = proc.wait(timeout=30)
+            took = time.monotonic() - stop_sent
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+            notify.close()
+
+        assert rc == 0, f"exit {rc} on SIGTERM; log tail:\n{log_tail(log)}"
+        assert took < 30
+        assert notify.seen("STOPPING=1")
+        assert _undelivered(tmp_path / "state" / "state.db") == 0
+        assert any("RESOLVED" in json.dumps(c.args) for c in slack.calls_to("chat.update"))
+
+        # Every line our Python logging wrote is one JSON object; the JVM may add its own lines.
+        lines = [ln for ln in log.read_text().splitlines() if ln.strip()]
+        assert not [ln for ln in lines if re.match(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+ (INFO|WARNING|ERROR) ", ln)]
+        entries = [json.loads(ln) for ln in lines if ln.startswith("{")]
+        assert {"ts", "level", "logger", "msg"} <= set(entries[0])
+        assert any(e.get("cluster") == "DefaultCluster" and "collected cluster" in e["msg"] for e in entries)
+        assert any(e.get("rule") == "ProcessQueueSpanTooLong" and e.get("group") for e in entries)
+        assert any("outbox flushed" in e["msg"] for e in entries)
+        assert entries[-1]["msg"] == "rocketwatch stopped"
