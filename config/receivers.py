@@ -97,4 +97,25 @@ class EmailReceiver(_Receiver):
         return value
 
 
-ReceiverConfig = Annotated[ConsoleReceiver | SlackReceiver | EmailReceiver, Field(discriminator="type")]
+class WebhookReceiver(_Receiver):
+    """POST Alertmanager-compatible JSON (version 4) to a URL: chat bridges, incident tools, scripts."""
+
+    type: Literal["webhook"]
+    url: str = Field(pattern=r"^https?://", description="http(s) URL to POST to")
+    bearer_token_env: str | None = Field(default=None, description="environment variable with a bearer token")
+    timeout: float = Field(default=10.0, gt=0, description="seconds per request")
+    external_url: str = Field(default="", description="sent as externalURL, e.g. the status page's address")
+
+    def resolve_bearer(self, env: Mapping[str, str] = os.environ) -> str | None:
+        """The bearer token, or None without one; raises naming the variable when it is unset."""
+        if self.bearer_token_env is None:
+            return None
+        value = env.get(self.bearer_token_env)
+        if not value:
+            raise ValueError(f"receiver {self.name!r}: environment variable {self.bearer_token_env} is not set")
+        return value
+
+
+ReceiverConfig = Annotated[
+    ConsoleReceiver | SlackReceiver | EmailReceiver | WebhookReceiver, Field(discriminator="type")
+]

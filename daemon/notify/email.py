@@ -8,6 +8,7 @@ from email.utils import format_datetime, make_msgid
 import aiosmtplib
 
 from daemon.notify import render
+from daemon.notify.errors import DeliveryError
 from daemon.notify.model import Notification, ThreadRef
 
 
@@ -61,6 +62,19 @@ class EmailNotifier:
     async def send(self, notification: Notification, thread: ThreadRef | None) -> ThreadRef | None:
         """Send the mail; the group's thread is the Message-ID of its first mail."""
         msg = self.build(notification, thread)
+        try:
+            await self._deliver(msg)
+        except aiosmtplib.SMTPResponseException as exc:
+            # 5xx: the server refuses for good (auth, sender, recipients); 4xx: try again later.
+            raise DeliveryError(f"SMTP {self.host}:{self.port} answered {exc.code} {exc.message}",
+                                retryable=exc.code < 500) from None
+        except aiosmtplib.SMTPRecipientsRefused as exc:
+            raise DeliveryError(f"SMTP {self.host}:{self.port} refused every recipient: {exc}", retryable=False) from None
+        except (aiosmtplib.SMTPException, OSError, TimeoutError) as exc:
+            raise DeliveryError(f"SMTP {self.host}:{self.port}: {type(exc).__name__}: {exc}", retryable=True) from None
+        return thread or ThreadRef(id=msg["Message-ID"])
+
+    async def _deliver(self, msg: EmailMessage) -> None:
         await aiosmtplib.send(
             msg,
             hostname=self.host,
@@ -73,7 +87,6 @@ class EmailNotifier:
             timeout=self.timeout,
             cert_bundle=self.cert_bundle,
         )
-        return thread or ThreadRef(id=msg["Message-ID"])
 
     def _message_id(self, notification: Notification) -> str:
         domain = self.from_addr.rpartition("@")[2] or "rocketwatch.invalid"

@@ -6,12 +6,13 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import TextIO
 
-from config.receivers import ConsoleReceiver, EmailReceiver, ReceiverConfig, SlackReceiver
+from config.receivers import ConsoleReceiver, EmailReceiver, ReceiverConfig, SlackReceiver, WebhookReceiver
 from daemon.charts.sparkline import Point
 from daemon.notify.console import ConsoleNotifier
 from daemon.notify.email import EmailNotifier
 from daemon.notify.model import Notifier
 from daemon.notify.slack import SlackNotifier
+from daemon.notify.webhook import WebhookNotifier
 
 GroupNotes = Callable[[str], list[str]]  # group key -> "Acknowledged by ..." lines
 ValueSeries = Callable[[str], Sequence[Point]]  # fingerprint -> the alert's values over its window
@@ -47,4 +48,7 @@ def build_notifier(
             username=config.username, password=config.resolve_password(env), timeout=config.timeout,
             cert_bundle=config.ca_file,
         )
+    if isinstance(config, WebhookReceiver):
+        return WebhookNotifier(config.name, config.url, config.resolve_bearer(env), timeout=config.timeout,
+                               external_url=config.external_url)
     raise TypeError(f"unknown receiver config {type(config).__name__}")

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from daemon.alerts.db import StateDB, from_db_time, to_db_time
+from daemon.notify.errors import DeliveryError
 from daemon.notify.model import Notification, Notifier, ThreadRef
 
 log = logging.getLogger(__name__)
@@ -159,10 +160,11 @@ class Outbox:
             ref = await asyncio.wait_for(notifier.send(row.notification, thread), self.send_timeout)
         except Exception as exc:  # any failure of any receiver: keep the row, retry later
             attempts = row.attempts + 1
-            retry_at = now + backoff(attempts)
+            retry_at = now + _retry_delay(exc, attempts)
             detail = str(exc) or (f"no answer within {self.send_timeout:g}s" if isinstance(exc, TimeoutError) else "")
+            kind = exc.kind if isinstance(exc, DeliveryError) else "retryable"
             error = (
-                f"receiver {row.receiver!r}, group {row.group_key}: attempt {attempts} failed: "
+                f"receiver {row.receiver!r}, group {row.group_key}: attempt {attempts} failed ({kind}): "
                 f"{type(exc).__name__}: {detail}; next attempt at {retry_at.isoformat()}"
             )
             with self.db.transaction() as conn:
@@ -193,6 +195,17 @@ class Outbox:
                 )
         report.delivered += 1
         return True
+
+
+def _retry_delay(exc: Exception, attempts: int) -> timedelta:
+    # A permanent refusal waits the longest interval (only an operator's fix helps, and then it
+    # goes out); a receiver that said when to come back (Retry-After) is believed.
+    if isinstance(exc, DeliveryError):
+        if not exc.retryable:
+            return BACKOFF_MAX
+        if exc.retry_after is not None:
+            return min(max(timedelta(seconds=exc.retry_after), backoff(1) / 5), BACKOFF_MAX)
+    return backoff(attempts)
 
 
 def _row(r) -> OutboxRow:

@@ -15,6 +15,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from daemon.charts.png import png_chart
 from daemon.charts.sparkline import Point
 from daemon.notify import render
+from daemon.notify.errors import DeliveryError
 from daemon.notify.model import AlertSnapshot, Notification, ThreadRef
 
 log = logging.getLogger(__name__)
@@ -22,6 +23,12 @@ log = logging.getLogger(__name__)
 # chat.update answers these when the group's original message is gone (deleted, too old to edit):
 # the group then starts a new message rather than failing forever in the outbox.
 _LOST_MESSAGE = {"message_not_found", "cant_update_message", "edit_window_closed"}
+# Errors no retry can fix: the token, the app's scopes or the channel need an operator.
+_PERMANENT = {
+    "invalid_auth", "not_authed", "account_inactive", "token_revoked", "token_expired", "no_permission",
+    "missing_scope", "channel_not_found", "not_in_channel", "is_archived", "invalid_arguments",
+    "invalid_blocks", "msg_too_long", "team_access_not_granted", "ekm_access_denied",
+}
 
 
 class SlackNotifier:
@@ -63,6 +70,12 @@ class SlackNotifier:
 
     async def send(self, notification: Notification, thread: ThreadRef | None) -> ThreadRef | None:
         """New group: post a message. Known group: update the message and reply in its thread."""
+        try:
+            return await self._send(notification, thread)
+        except SlackApiError as exc:
+            raise classify_slack_error(exc) from None
+
+    async def _send(self, notification: Notification, thread: ThreadRef | None) -> ThreadRef | None:
         notes = self.group_notes(notification.group_key) if self.group_notes is not None else []
         message = render.slack_message(notification, self.max_alerts, actions=self.actions, notes=notes)
         metadata = {
@@ -109,6 +122,20 @@ class SlackNotifier:
             )
         except Exception as exc:  # noqa: BLE001 (any failure: the chart is a nicety, the alert went out)
             log.warning("slack %s: chart for %s not uploaded: %s", self.name, notification.group_key, exc)
+
+
+def classify_slack_error(exc: SlackApiError) -> DeliveryError:
+    """Slack's error code decides: a bad token or channel is permanent, rate limits and outages are not."""
+    response = exc.response
+    code = str(response.get("error") or "")
+    status = getattr(response, "status_code", 200)
+    retry_after = None
+    if code == "ratelimited" or status == 429:
+        header = (getattr(response, "headers", None) or {}).get("Retry-After")
+        retry_after = float(header) if header and str(header).isdigit() else None
+    permanent = code in _PERMANENT or (400 <= status < 500 and status != 429)
+    return DeliveryError(f"slack answered {code or 'HTTP ' + str(status)} (HTTP {status})", not permanent,
+                         retry_after)
 
 
 def _over_threshold(alert: AlertSnapshot) -> float:

@@ -106,13 +106,24 @@ def test_rate_limit_is_retried_by_slack_sdk_and_arrives_once(db, slack):
 def test_api_error_stays_in_the_outbox_and_is_retried(db, slack):
     cycle = Cycle(db, ["oncall-slack"])
     cycle.run([span()], at(0))
-    slack.fail_next(1, error="channel_not_found")
+    slack.fail_next(1, error="internal_error", status=500)
     report = deliver(cycle, slack, at(0))
     assert report.failed == 1
-    assert "channel_not_found" in report.errors[0] and "oncall-slack" in report.errors[0]
+    assert "internal_error" in report.errors[0] and "(retryable)" in report.errors[0]
     assert TOKEN not in report.errors[0]
-    assert deliver(cycle, slack, at(5)).delivered == 1
+    assert deliver(cycle, slack, at(5)).delivered == 1  # a Slack outage: the first backoff step
     assert len(slack.messages) == 1
+
+
+def test_a_wrong_channel_is_permanent_waits_longest_and_goes_out_once_fixed(db, slack):
+    cycle = Cycle(db, ["oncall-slack"])
+    cycle.run([span()], at(0))
+    slack.fail_next(1, error="channel_not_found")
+    report = deliver(cycle, slack, at(0))
+    assert "channel_not_found" in report.errors[0] and "(permanent)" in report.errors[0]
+    assert "oncall-slack" in report.errors[0] and TOKEN not in report.errors[0]
+    assert deliver(cycle, slack, at(60)).waiting == 1  # no hammering a channel that is not there
+    assert deliver(cycle, slack, at(300)).delivered == 1  # kept, and sent once the operator fixed it
 
 
 def test_deleted_original_starts_a_new_message(db, slack):
