@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -35,6 +36,8 @@ class Call:
 class _Plan:
     rate_limited: int = 0
     retry_after: int = 1
+    hangs: int = 0
+    hang_seconds: float = 0.0
     failures: int = 0
     fail_status: int = 200
     fail_error: str = "internal_error"
@@ -70,6 +73,11 @@ class SlackServer:
         """Answer the next `count` calls with 429 and a Retry-After header."""
         with self._lock:
             self._plan.rate_limited, self._plan.retry_after = count, retry_after
+
+    def hang_next(self, count: int, seconds: float) -> None:
+        """Hold the next `count` calls for `seconds`, then fail them with 500 without acting on them."""
+        with self._lock:
+            self._plan.hangs, self._plan.hang_seconds = count, seconds
 
     def fail_next(self, count: int, error: str = "internal_error", status: int = 200) -> None:
         """Answer the next `count` calls with `{"ok": false, "error": error}` (status 200 or e.g. 500)."""
@@ -182,15 +190,27 @@ def _handler_for(server: SlackServer) -> type[BaseHTTPRequestHandler]:
                 if isinstance(args.get(key), str):
                     args[key] = json.loads(args[key])
             method = self.path.split("/api/", 1)[-1].split("?")[0]
-            status, headers, body = server._answer(method, args, self.headers.get("Authorization"))
-            payload = json.dumps(body).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json; charset=utf-8")
-            self.send_header("Content-Length", str(len(payload)))
-            for name, value in headers.items():
-                self.send_header(name, value)
-            self.end_headers()
-            self.wfile.write(payload)
+            with server._lock:
+                hang = server._plan.hangs > 0
+                if hang:
+                    server._plan.hangs -= 1
+                    server.calls.append(Call(method, args, self.headers.get("Authorization"), 0))
+            if hang:  # the caller may be gone (killed) by the time this answers
+                time.sleep(server._plan.hang_seconds)
+                status, headers, body = 500, {}, {"ok": False, "error": "internal_error"}
+            else:
+                status, headers, body = server._answer(method, args, self.headers.get("Authorization"))
+            try:
+                payload = json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json; charset=utf-8")
+                self.send_header("Content-Length", str(len(payload)))
+                for name, value in headers.items():
+                    self.send_header(name, value)
+                self.end_headers()
+                self.wfile.write(payload)
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the client went away (a killed daemon): nobody to answer
 
         def log_message(self, format: str, *args: Any) -> None:
             pass  # keep test output clean

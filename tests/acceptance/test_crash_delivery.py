@@ -1,0 +1,100 @@
+"""SIGKILL between "queued in the outbox" and "Slack answered": after a restart on the same state,
+the notification is delivered exactly once, and nothing that already went out is sent again."""
+
+from __future__ import annotations
+
+import signal
+import sqlite3
+import time
+from pathlib import Path
+
+import pytest
+
+from daemon.simulator import SimulatorThread
+from tests.helpers.daemon_proc import log_tail, start_daemon, wait_until
+from tests.helpers.slack_server import SlackServer
+from tests.helpers.smtp_server import SmtpServer
+
+pytestmark = pytest.mark.acceptance
+
+TOKEN = "xoxb-crash"
+
+
+def _config(tmp: Path, namesrv: str, slack: SlackServer, smtp: SmtpServer) -> Path:
+    path = tmp / "rocketwatch.yaml"
+    path.write_text(
+        f"""
+clusters:
+  - name: DefaultCluster
+    namesrv: ["{namesrv}"]
+state_dir: {tmp / "state"}
+collect: {{interval: 2s, timeout: 2s}}
+evaluate: {{interval: 2s}}
+http: {{enabled: false}}
+rule_overrides:
+  ProcessQueueSpanTooLong: {{for: 4s, keep_firing_for: 30s}}
+notify:
+  interval: 1s
+  receivers:
+    - type: slack
+      name: oncall-slack
+      channel: "#mq-alerts"
+      token_env: CRASH_SLACK_TOKEN
+      base_url: "{slack.base_url}"
+    - type: email
+      name: oncall-mail
+      host: 127.0.0.1
+      port: {smtp.port}
+      security: none
+      from_addr: rocketwatch@example.com
+      to: [mq-oncall@example.com]
+"""
+    )
+    return path
+
+
+def _outbox(state_db: Path) -> list[tuple[str, str | None]]:
+    with sqlite3.connect(f"file:{state_db}?mode=ro", uri=True, timeout=5) as conn:
+        return conn.execute("SELECT receiver, delivered_at FROM outbox ORDER BY id").fetchall()
+
+
+def test_killed_mid_send_the_notification_goes_out_once_after_restart(tmp_path):
+    with (
+        SimulatorThread("stuck-consumer", time_scale=0.25, block_at=None) as sim,
+        SlackServer(token=TOKEN) as slack,
+        SmtpServer() as smtp,
+    ):
+        config = _config(tmp_path, sim.namesrv_addr, slack, smtp)
+        env = {"CRASH_SLACK_TOKEN": TOKEN}
+        state_db = tmp_path / "state" / "state.db"
+        first_log, second_log = tmp_path / "first.log", tmp_path / "second.log"
+
+        slack.hang_next(1, seconds=15)  # the first post never gets its answer
+        proc = start_daemon(config, first_log, env)
+        try:
+            wait_until(lambda: "first cycle complete" in first_log.read_text(), 120, "the first cycle", first_log)
+            sim.trigger("block")
+            wait_until(lambda: slack.calls_to("chat.postMessage", answered=False), 120, "the post to Slack",
+                       first_log)
+            assert ("oncall-slack", None) in _outbox(state_db)  # queued, sent, not yet acknowledged
+            proc.send_signal(signal.SIGKILL)
+            assert proc.wait(timeout=10) == -signal.SIGKILL
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+        assert slack.messages == {}  # the killed send never landed
+
+        proc = start_daemon(config, second_log, env)
+        try:
+            wait_until(lambda: slack.messages, 120, "the message after the restart", second_log)
+            wait_until(lambda: smtp.messages, 30, "the mail", second_log)
+            time.sleep(6)  # several cycles: the alert keeps firing, nothing more may go out
+            posts = slack.calls_to("chat.postMessage")
+            assert len(slack.messages) == 1 and len(posts) == 1, [c.args.get("text") for c in posts]
+            assert len(smtp.messages) == 1, "the mail went out before the kill or after, but once"
+            assert all(delivered for _, delivered in _outbox(state_db))
+            assert "orderConsumerA" in str(next(iter(slack.messages.values())))  # the stuck group
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            rc = proc.wait(timeout=60)
+        assert rc == 0, log_tail(second_log)
