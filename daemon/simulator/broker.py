@@ -90,10 +90,16 @@ class RateWindow:
 
 @dataclass
 class BrokerFault:
-    """Injected misbehaviour: answer late, or refuse connections."""
+    """Injected misbehaviour: answer late, refuse connections, or answer broken bytes.
+
+    `answer` is how each response goes out: "ok"; "drop" (half the frame, then the connection is
+    closed, as when a broker dies mid-write); "malformed" (a well-framed SUCCESS whose body is cut
+    off JSON); "garbage" (bytes that are no frame at all, as from a wrong service on the port).
+    """
 
     delay_s: float = 0.0
     refuse: bool = False
+    answer: str = "ok"
 
 
 class Broker:

@@ -108,6 +108,10 @@ class Simulator:
         reply = self.reply(name, broker, cmd)
         if cmd.is_oneway or writer.is_closing():
             return
+        answer = broker.fault.answer if broker is not None else "ok"
+        if answer == "malformed":
+            reply = Reply(code=reply.code, body=reply.body[: len(reply.body) // 2] or b'{"offsetTable":{',
+                          remark=reply.remark, ext=reply.ext)
         response = RemotingCommand(
             code=reply.code,
             opaque=cmd.opaque,
@@ -119,7 +123,16 @@ class Simulator:
             body=reply.body,
             serialize_type=cmd.serialize_type,  # a 4.9.7 server answers in the request's form
         )
-        writer.write(encode(response))
+        frame = encode(response)
+        if answer == "garbage":
+            frame = b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n"
+        if answer == "drop":
+            writer.write(frame[: len(frame) // 2])
+            with contextlib.suppress(ConnectionError):
+                await writer.drain()
+            writer.close()
+            return
+        writer.write(frame)
         with contextlib.suppress(ConnectionError):
             await writer.drain()
 
@@ -134,9 +147,16 @@ class Simulator:
         self.advance()
         self.scenario.trigger(action)
 
-    async def set_fault(self, broker: str, delay_s: float | None = None, refuse: bool | None = None) -> None:
-        """Make a broker answer `delay_s` late, or refuse connections (True) / listen again (False)."""
+    async def set_fault(
+        self, broker: str, delay_s: float | None = None, refuse: bool | None = None, answer: str | None = None
+    ) -> None:
+        """Make a broker answer `delay_s` late, refuse connections (True) / listen again (False), or
+        answer broken bytes (`answer`: ok, drop, malformed, garbage; see BrokerFault)."""
         fault = self.model.brokers[broker].fault
+        if answer is not None:
+            if answer not in ("ok", "drop", "malformed", "garbage"):
+                raise ValueError(f"unknown fault answer {answer!r}: ok, drop, malformed or garbage")
+            fault.answer = answer
         if delay_s is not None:
             fault.delay_s = delay_s
         if refuse is not None and refuse != fault.refuse:
@@ -235,9 +255,11 @@ class SimulatorThread:
         """Run a scenario action on the simulator's loop and wait for it."""
         self._run(self._sim().trigger(action))
 
-    def set_fault(self, broker: str, delay_s: float | None = None, refuse: bool | None = None) -> None:
+    def set_fault(
+        self, broker: str, delay_s: float | None = None, refuse: bool | None = None, answer: str | None = None
+    ) -> None:
         """Thread-safe `Simulator.set_fault`."""
-        self._run(self._sim().set_fault(broker, delay_s, refuse))
+        self._run(self._sim().set_fault(broker, delay_s, refuse, answer))
 
     def inspect(self, fn: Callable[[ClusterModel], T]) -> T:
         """Call `fn(model)` on the simulator's loop (no race with ticks) and return its result."""
