@@ -225,6 +225,8 @@ BROKER = Table(
         Column("boot_ts", TIMESTAMP, "store start time", nullable=True),
         Column("commitlog_min_offset", INT64, "lowest commitlog byte offset", "bytes", nullable=True),
         Column("commitlog_max_offset", INT64, "next commitlog byte offset to write", "bytes", nullable=True),
+        Column("replication_behind_bytes", INT64,
+               "slaves only: the master's commitlog_max_offset minus this slave's, same cycle", "bytes", nullable=True),
         Column("dispatch_behind_bytes", INT64, "commitlog bytes not yet dispatched to consume queues", "bytes", nullable=True),
         Column("page_cache_lock_ms", INT64, "how long the commitlog put lock is held right now", "ms", nullable=True),
         Column("put_latency_le_0ms", INT64, "puts in the last minute taking <=0 ms", "puts", nullable=True),

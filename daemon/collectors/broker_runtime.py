@@ -129,6 +129,7 @@ def broker_row(
         "boot_ts": ms_to_datetime(parse_int(kv.get("bootTimestamp"))),
         "commitlog_min_offset": parse_int(kv.get("commitLogMinOffset")),
         "commitlog_max_offset": parse_int(kv.get("commitLogMaxOffset")),
+        "replication_behind_bytes": None,  # slaves: set once their master's row is in (fill_replication_behind)
         "dispatch_behind_bytes": parse_int(kv.get("dispatchBehindBytes")),
         "page_cache_lock_ms": parse_int(kv.get("pageCacheLockTimeMills")),
         **{column: (buckets or {}).get(column) for _, column in PUT_BUCKETS},
@@ -167,3 +168,16 @@ def _ratio(text: str | None) -> float | None:
     # -1 means the path is missing: unknown, not an empty disk.
     value = parse_float(text)
     return None if value is None or value < 0 else value
+
+
+def fill_replication_behind(rows: list[dict[str, Any]]) -> None:
+    """Set replication_behind_bytes on every slave row: how far its commitlog trails its master's.
+
+    Both offsets come from the same cycle, taken milliseconds apart, so a healthy slave under load
+    trails by the bytes in flight; a slave that stopped replicating trails by everything written since.
+    """
+    masters = {(r["cluster"], r["broker"]): r.get("commitlog_max_offset") for r in rows if r["broker_id"] == 0}
+    for row in rows:
+        master = masters.get((row["cluster"], row["broker"]))
+        if row["broker_id"] != 0 and master is not None and row.get("commitlog_max_offset") is not None:
+            row["replication_behind_bytes"] = max(master - row["commitlog_max_offset"], 0)
