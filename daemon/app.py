@@ -164,6 +164,9 @@ class Daemon:
             for task in late:
                 log.warning("stopping: %s still running after %.0fs; abandoned", task.get_name(), budget * 0.6)
                 task.cancel()
+            abandoned = bool(late)
+        else:
+            abandoned = False
         try:
             await asyncio.wait_for(self.dispatch_once(final=True), timeout=max(deadline - time.monotonic(), 1.0))
         except TimeoutError:
@@ -171,7 +174,12 @@ class Daemon:
                         "after the next start", budget, self.outbox.depth())
         depth = self.outbox.depth()
         log.info("stopping: outbox flushed, %d notification(s) left queued", depth)
-        await asyncio.to_thread(self._stop_spark)
+        if abandoned:
+            # An evaluation still runs in its thread: stopping Spark under it only adds a stack of
+            # errors to the log; the JVM ends with the process anyway.
+            log.info("stopping: leaving Spark to exit with the process (an evaluation is still running)")
+        else:
+            await asyncio.to_thread(self._stop_spark)
 
     def _stop_spark(self) -> None:
         if self._evaluator is None:

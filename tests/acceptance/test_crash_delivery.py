@@ -46,7 +46,7 @@ def test_killed_mid_send_the_notification_goes_out_once_after_restart(tmp_path):
         try:
             wait_until(lambda: "first cycle complete" in first_log.read_text(), 120, "the first cycle", first_log)
             sim.trigger("block")
-            wait_until(lambda: slack.calls_to("chat.postMessage", answered=False), 120, "the post to Slack",
+            wait_until(lambda: slack.calls_to("chat.postMessage", answered=False), 180, "the post to Slack",
                        first_log)
             assert ("oncall-slack", None) in _outbox(state_db)  # queued, sent, not yet acknowledged
             proc.send_signal(signal.SIGKILL)

@@ -74,7 +74,7 @@ def _config(tmp: Path, namesrv: str, slack: SlackServer, smtp: SmtpServer, http_
     return write_config(
         tmp, namesrv, http=f'listen: "127.0.0.1:{http_port}", token: "{HTTP_TOKEN}"', slack_url=slack.base_url,
         slack_token_env="LIFECYCLE_SLACK_TOKEN", smtp_port=smtp.port, smtp_password_env="LIFECYCLE_SMTP_PASSWORD",
-        span_for="4s", span_keep="2s", extra="daemon: {shutdown_timeout: 20s, watchdog_stall_after: 60s}",
+        span_for="4s", span_keep="2s", extra="daemon: {shutdown_timeout: 20s, watchdog_stall_after: 300s}",
     )
 
 
@@ -122,7 +122,7 @@ def test_systemd_contract_json_logs_no_secrets_and_a_clean_stop(tmp_path):
 
             # An alert fires and goes out; then Slack breaks and the resolve waits in the outbox.
             sim.trigger("block")
-            wait_until(lambda: slack.messages and smtp.messages, 120, "the firing notification", log)
+            wait_until(lambda: slack.messages and smtp.messages, 180, "the firing notification", log)
             slack.fail_next(10_000, error="internal_error", status=500)
             sim.trigger("release")
             state_db = tmp_path / "state" / "state.db"

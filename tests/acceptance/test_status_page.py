@@ -103,7 +103,7 @@ async def _drive(sim: SimulatorThread, slack: SlackServer, base: str, log: Path,
 
         # Expiring the silence from the page lets the still-firing alert page on-call.
         await _submit(page, "document.querySelector('tr[data-silence] button').click()")
-        await _wait(lambda: bool(_about_group_a(slack)), 30, "the page after the silence ended", log)
+        await _wait(lambda: bool(_about_group_a(slack)), 90, "the page after the silence ended", log)
         assert "ProcessQueueSpanTooLong" in "".join(_about_group_a(slack))
         assert page.console_errors() == []
 

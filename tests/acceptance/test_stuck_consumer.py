@@ -65,7 +65,7 @@ def test_stuck_consumer_fires_once_in_slack_and_email_then_resolves(tmp_path):
             assert not slack.calls and not smtp.messages, "nothing may be sent while the cluster is healthy"
 
             sim.trigger("block")
-            wait_until(lambda: slack.messages and smtp.messages, 120, "the firing notification", log)
+            wait_until(lambda: slack.messages and smtp.messages, 180, "the firing notification", log)
             time.sleep(5)  # more cycles pass: still exactly one message and one mail for the group
             assert len(slack.messages) == 1 and not slack.replies
             assert len(smtp.messages) == 1
