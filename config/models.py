@@ -20,6 +20,7 @@ from pydantic import (
 
 from config.matchers import parse_matcher
 from config.receivers import ReceiverConfig
+from config.routing import HeartbeatConfig, RouteConfig, TimeIntervalConfig
 from rules.durations import parse_duration
 from rules.overrides import RuleOverride
 
@@ -172,13 +173,38 @@ class NotifyConfig(_Strict):
         description="default: a critical broker-side alert mutes consumer-side alerts on the same broker",
     )
 
+    route: RouteConfig | None = Field(
+        default=None,
+        description="the route tree (Alertmanager's shape); default: every alert to every receiver, grouped by group_by",
+    )
+    time_intervals: list[TimeIntervalConfig] = Field(default_factory=list, description="named windows for routes")
+    heartbeat: HeartbeatConfig | None = Field(default=None, description="an always-firing alert to a dead man's switch")
+
     @model_validator(mode="after")
     def _unique_names(self) -> NotifyConfig:
         names = [r.name for r in self.receivers]
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:
             raise ValueError(f"receiver names must be unique; repeated: {', '.join(dupes)}")
+        known, intervals = set(names), {t.name for t in self.time_intervals}
+        for path, route in _walk(self.route, "route") if self.route is not None else ():
+            if route.receiver is not None and route.receiver not in known:
+                raise ValueError(f"{path}: receiver {route.receiver!r} is not among the receivers ({', '.join(names)})")
+            for name in route.mute_time_intervals + route.active_time_intervals:
+                if name not in intervals:
+                    raise ValueError(f"{path}: time interval {name!r} is not defined under notify.time_intervals")
+        if self.route is not None and self.route.receiver is None:
+            raise ValueError("route: the root route needs a receiver (children inherit it)")
+        if self.heartbeat is not None and self.heartbeat.receiver not in known:
+            raise ValueError(f"heartbeat: receiver {self.heartbeat.receiver!r} is not among the receivers")
         return self
+
+
+def _walk(route: RouteConfig, path: str) -> list[tuple[str, RouteConfig]]:
+    found = [(path, route)]
+    for i, child in enumerate(route.routes):
+        found += _walk(child, f"{path}.routes[{i}]")
+    return found
 
 
 class HttpConfig(_Strict):

@@ -31,12 +31,14 @@ from daemon.metrics import DaemonMetrics
 from daemon.notify.dispatcher import Dispatcher
 from daemon.notify.factory import build_notifiers
 from daemon.notify.outbox import Outbox
+from daemon.notify.routing import HEARTBEAT, Router
 from daemon.notify.slack_actions import SlackActionListener, build_action_listeners
 from daemon.rulebook import Rulebook, load_rulebook
 from daemon.sdnotify import sd_notify
 from daemon.statedir import StateDirLock
 from daemon.store.writer import ParquetStore
 from daemon.watchdog import Watchdog, watchdog_interval
+from rules.findings import Finding, RuleTiming
 
 log = logging.getLogger("rocketwatch")
 
@@ -219,7 +221,10 @@ class Daemon:
         )
         inhibitors = [Inhibitor.parse(r.source_matchers, r.target_matchers, r.equal) for r in notify.inhibit_rules]
         self.dispatcher = Dispatcher(
-            self.outbox, [r.name for r in notify.receivers], notify.group_by, self.silences, inhibitors
+            self.outbox, [r.name for r in notify.receivers], notify.group_by, self.silences, inhibitors,
+            router=Router.from_config(notify),
+            # An acknowledged group still updates and resolves; it just stops the repeat reminders.
+            acknowledged=lambda key: self.group_actions.acknowledged(key) is not None,
         )
 
     async def _start_slack_listeners(self) -> None:
@@ -329,11 +334,19 @@ class Daemon:
             if self.watchdog is not None:
                 self.watchdog.progress()  # failing is not hanging: the self-monitoring alert says why
             return
-        events = self.tracker.update(rulebook.timings, findings, now)
+        timings = rulebook.timings
+        if self.config.notify.heartbeat is not None:
+            # The dead man's switch: always firing, so its receiver hears from us every interval.
+            findings = [*findings, self._heartbeat()]
+            timings = {**timings, HEARTBEAT: RuleTiming(HEARTBEAT)}
+        events = self.tracker.update(timings, findings, now)
         # Acknowledgements and until-resolved silences end with their group.
         self.group_actions.close_resolved(self.tracker.active_alerts(), self.silences, now)
         self.value_history.record(self.tracker.active_alerts(), now)
         self.dispatcher.dispatch(events, self.tracker.active_alerts(), now)
+        for reason, count in self.dispatcher.decisions.items():
+            self.metrics.notification_decisions.labels(reason).inc(count)
+        self.dispatcher.decisions.clear()
         for event in events:
             labels = event.alert.labels
             log.info("alert %s", event, extra={"rule": event.alert.rule, **{
@@ -358,6 +371,16 @@ class Daemon:
             f"STATUS=cycle {self.stats.evaluate_cycles}: {len(findings)} finding(s), "
             f"{self.stats.firing} firing, evaluate {self.stats.last_evaluate_s:.1f}s"
         )
+
+    def _heartbeat(self) -> Finding:
+        summary = (f"rocketwatch is watching {len(self.config.clusters)} cluster(s): "
+                   f"{self.stats.evaluate_cycles} evaluation(s) so far, {self.stats.firing} alert(s) firing")
+        return Finding(HEARTBEAT, {}, None, None, None, {
+            "summary": summary,
+            "diagnosis": "This alert always fires. Its notifications stopping means rocketwatch stopped "
+                         "evaluating or cannot deliver: nobody is being told about RocketMQ any more.",
+            "next_steps": "On the rocketwatch host: systemctl status rocketwatch; journalctl -u rocketwatch.",
+        })
 
     def refresh_gauges(self) -> None:
         """Gauges read at scrape time rather than per cycle."""

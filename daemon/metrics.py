@@ -40,6 +40,10 @@ class DaemonMetrics:
         self.notifications = Counter(
             "rocketwatch_notifications", "Notification deliveries", ["result"], registry=r
         )
+        self.notification_decisions = Counter(
+            "rocketwatch_notification_decisions", "Per alert group and cycle: sent or held, and why", ["reason"],
+            registry=r,
+        )
         self.outbox_depth = Gauge("rocketwatch_outbox_depth", "Notifications not yet delivered", registry=r)
         self.cycles_skipped = Counter(
             "rocketwatch_cycles_skipped", "Runs skipped because the previous run of the job still ran",
