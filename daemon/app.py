@@ -35,6 +35,7 @@ from daemon.notify.slack_actions import SlackActionListener, build_action_listen
 from daemon.rulebook import Rulebook, load_rulebook
 from daemon.sdnotify import sd_notify
 from daemon.statedir import StateDirLock
+from daemon.store.maintenance import maintain_store, recover_store
 from daemon.store.writer import ParquetStore
 from daemon.watchdog import Watchdog, watchdog_interval
 
@@ -97,6 +98,8 @@ class Daemon:
         self._ready = False
         self._stopping = asyncio.Event()
         self._inflight: set[asyncio.Task] = set()
+        # Compaction swaps hour directories: no Spark read may list them halfway.
+        self._store_lock = asyncio.Lock()
         self.watchdog: Watchdog | None = None
 
     # ---- lifecycle -------------------------------------------------------------------------
@@ -119,6 +122,8 @@ class Daemon:
                 log.info("http: /metrics /healthz /readyz /api/alerts on %s", self.config.http.listen)
             await self._start_slack_listeners()
             await asyncio.to_thread(self._start_spark)
+            # A crash may have left partial files that would fail every evaluation: out before the first.
+            await asyncio.to_thread(recover_store, self.config.store)
             self._schedule()
             self.scheduler.start()
             watchdog = self._start_watchdog()
@@ -257,6 +262,10 @@ class Daemon:
             self._tracked, "interval", args=[self.dispatch_once], id="dispatch",
             seconds=self.config.notify.interval.total_seconds(), **common,
         )
+        self.scheduler.add_job(
+            self._tracked, "interval", args=[self.maintain_once], id="maintain",
+            seconds=self.config.maintenance.interval.total_seconds(), next_run_time=first, **common,
+        )
 
     def reload(self) -> tuple[bool, str]:
         """SIGHUP or POST /-/reload: re-read config and rules; keep the running ones unless all are valid."""
@@ -311,9 +320,10 @@ class Daemon:
         started = time.monotonic()
         rulebook = self.rulebook
         try:
-            findings = await asyncio.to_thread(
-                self._evaluator.evaluate, rulebook.rules, now, self.config.stale_after
-            )
+            async with self._store_lock:
+                findings = await asyncio.to_thread(
+                    self._evaluator.evaluate, rulebook.rules, now, self.config.stale_after
+                )
         except Exception:
             # Spark failing must not kill the daemon: the next cycle tries again, /readyz tells.
             self.metrics.evaluation_failures.inc()
@@ -350,6 +360,18 @@ class Daemon:
             f"STATUS=cycle {self.stats.evaluate_cycles}: {len(findings)} finding(s), "
             f"{self.stats.firing} firing, evaluate {self.stats.last_evaluate_s:.1f}s"
         )
+
+    async def maintain_once(self) -> None:
+        """Store upkeep: crash recovery, compaction of closed hours, retention (DESIGN §6)."""
+        try:
+            async with self._store_lock:
+                report = await asyncio.to_thread(maintain_store, self.config.store, utcnow(), self.config.maintenance)
+        except Exception:
+            # Maintenance failing costs disk, not alerts: keep running and say so.
+            log.exception("store maintenance of %s failed; retrying at the next run", self.config.store)
+            return
+        self.metrics.store_bytes.set(report.store_bytes)
+        self.metrics.store_moved_aside.inc(len(report.moved_aside))
 
     def refresh_gauges(self) -> None:
         """Gauges read at scrape time rather than per cycle."""
