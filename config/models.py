@@ -21,7 +21,7 @@ from pydantic import (
 from config.matchers import parse_matcher
 from config.receivers import ReceiverConfig
 from config.routing import HeartbeatConfig, RouteConfig, TimeIntervalConfig
-from rules.durations import parse_duration
+from rules.durations import Size, parse_duration
 from rules.overrides import RuleOverride
 
 _ADDR = re.compile(r"^[A-Za-z0-9_.\-\[\]:]+:\d{1,5}$")
@@ -137,6 +137,19 @@ class DaemonConfig(_Strict):
     )
 
 
+class MaintenanceConfig(_Strict):
+    """The sample store's upkeep (job `maintain`): compaction of closed hours, retention, crash recovery."""
+
+    interval: Duration = Field(default=timedelta(hours=1), description="how often the job runs (also once at start)")
+    retention: Duration = Field(default=timedelta(days=7), description="hours older than this are dropped")
+    max_size: Size | None = Field(
+        default=None, description="e.g. 20GiB: the oldest hours are dropped while the store is larger"
+    )
+    compact_after: Duration = Field(
+        default=timedelta(minutes=10), description="an hour is compacted this long after it ends (late cycles land first)"
+    )
+
+
 class InhibitRuleConfig(_Strict):
     """While an alert matching `source_matchers` fires, mute alerts matching `target_matchers` with equal labels."""
 
@@ -238,6 +251,7 @@ class RocketwatchConfig(_Strict):
     notify: NotifyConfig = Field(default_factory=NotifyConfig)
     http: HttpConfig = Field(default_factory=HttpConfig)
     daemon: DaemonConfig = Field(default_factory=DaemonConfig)
+    maintenance: MaintenanceConfig = Field(default_factory=MaintenanceConfig)
 
     @model_validator(mode="after")
     def _unique_clusters(self) -> RocketwatchConfig:

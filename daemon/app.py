@@ -8,7 +8,6 @@ import signal
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -26,6 +25,7 @@ from daemon.alerts.value_history import ValueHistory
 from daemon.collectors.remoting.admin import AdminClient
 from daemon.collectors.remoting.client import RemotingClient
 from daemon.collectors.sources import collect_sources
+from daemon.cycles import CycleRecord, CycleStats
 from daemon.http.server import start_http
 from daemon.metrics import DaemonMetrics
 from daemon.notify.dispatcher import Dispatcher
@@ -35,7 +35,9 @@ from daemon.notify.routing import HEARTBEAT, Router
 from daemon.notify.slack_actions import SlackActionListener, build_action_listeners
 from daemon.rulebook import Rulebook, load_rulebook
 from daemon.sdnotify import sd_notify
+from daemon.selfmon import SelfMonitor, self_rules
 from daemon.statedir import StateDirLock
+from daemon.store.maintenance import maintain_store, recover_store
 from daemon.store.writer import ParquetStore
 from daemon.watchdog import Watchdog, watchdog_interval
 from rules.findings import Finding, RuleTiming
@@ -46,31 +48,6 @@ log = logging.getLogger("rocketwatch")
 def utcnow() -> datetime:
     """The daemon's clock; everything downstream takes `now` as an argument."""
     return datetime.now(UTC)
-
-
-@dataclass
-class CycleStats:
-    """What the last cycles did, for logs, STATUS= and (later) /metrics."""
-
-    collect_cycles: int = 0
-    evaluate_cycles: int = 0
-    rows_collected: int = 0
-    last_collect_s: float = 0.0
-    last_evaluate_s: float = 0.0
-    firing: int = 0
-    failed_calls: dict[str, int] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class CycleRecord:
-    """One finished cycle as the status page lists it."""
-
-    kind: str  # "collect" or "evaluate"
-    target: str  # the cluster collected, or "rules"
-    at: datetime
-    seconds: float
-    rows: int
-    failed_calls: int
 
 
 class Daemon:
@@ -99,6 +76,8 @@ class Daemon:
         self._ready = False
         self._stopping = asyncio.Event()
         self._inflight: set[asyncio.Task] = set()
+        # Compaction swaps hour directories: no Spark read may list them halfway.
+        self._store_lock = asyncio.Lock()
         self.watchdog: Watchdog | None = None
 
     # ---- lifecycle -------------------------------------------------------------------------
@@ -121,6 +100,8 @@ class Daemon:
                 log.info("http: /metrics /healthz /readyz /api/alerts on %s", self.config.http.listen)
             await self._start_slack_listeners()
             await asyncio.to_thread(self._start_spark)
+            # A crash may have left partial files that would fail every evaluation: out before the first.
+            await asyncio.to_thread(recover_store, self.config.store)
             self._schedule()
             self.scheduler.start()
             watchdog = self._start_watchdog()
@@ -212,6 +193,7 @@ class Daemon:
         self.silences = SilenceStore(self.db)
         self.group_actions = GroupActionStore(self.db)
         self.value_history = ValueHistory(self.db)
+        self.selfmon = SelfMonitor(self.store, self.db, self.config.store, self.config.evaluate.interval)
         self._build_routing()
 
     def _build_routing(self) -> None:
@@ -270,6 +252,10 @@ class Daemon:
             self._tracked, "interval", args=[self.dispatch_once], id="dispatch",
             seconds=self.config.notify.interval.total_seconds(), **common,
         )
+        self.scheduler.add_job(
+            self._tracked, "interval", args=[self.maintain_once], id="maintain",
+            seconds=self.config.maintenance.interval.total_seconds(), next_run_time=first, **common,
+        )
 
     def reload(self) -> tuple[bool, str]:
         """SIGHUP or POST /-/reload: re-read config and rules; keep the running ones unless all are valid."""
@@ -323,14 +309,18 @@ class Daemon:
         now = utcnow()
         started = time.monotonic()
         rulebook = self.rulebook
+        await asyncio.to_thread(self.selfmon.record, now, self.last_cycle_at)
         try:
-            findings = await asyncio.to_thread(
-                self._evaluator.evaluate, rulebook.rules, now, self.config.stale_after
-            )
+            async with self._store_lock:
+                findings = await asyncio.to_thread(
+                    self._evaluator.evaluate, rulebook.rules, now, self.config.stale_after
+                )
         except Exception:
             # Spark failing must not kill the daemon: the next cycle tries again, /readyz tells.
             self.metrics.evaluation_failures.inc()
+            self.selfmon.evaluation_failed()
             log.exception("evaluation failed; alert states kept as they were, retrying next cycle")
+            await self._self_check_after_failure(rulebook)
             if self.watchdog is not None:
                 self.watchdog.progress()  # failing is not hanging: the self-monitoring alert says why
             return
@@ -353,6 +343,7 @@ class Daemon:
                 k: labels[k] for k in ("cluster", "broker", "group", "topic", "queue_id", "client_id") if k in labels}})
         self.stats.evaluate_cycles += 1
         self.stats.last_evaluate_s = time.monotonic() - started
+        self.selfmon.evaluation_done(self.stats.last_evaluate_s)
         self.metrics.evaluate_seconds.observe(self.stats.last_evaluate_s)
         self.cycles.appendleft(CycleRecord("evaluate", "rules", now, self.stats.last_evaluate_s, len(findings), 0))
         self.metrics.observe_findings(findings)
@@ -381,6 +372,39 @@ class Daemon:
                          "evaluating or cannot deliver: nobody is being told about RocketMQ any more.",
             "next_steps": "On the rocketwatch host: systemctl status rocketwatch; journalctl -u rocketwatch.",
         })
+
+    async def _self_check_after_failure(self, rulebook: Rulebook) -> None:
+        # The full evaluation failed, so no rule ran, including the one that reports exactly that:
+        # run the self rules alone on a fresh daemon_health row, leaving every other alert as it is.
+        rules = self_rules(rulebook.rules)
+        if not rules or self._evaluator is None:
+            return
+        now = utcnow()
+        try:
+            await asyncio.to_thread(self.selfmon.record, now, self.last_cycle_at)
+            async with self._store_lock:
+                findings = await asyncio.to_thread(self._evaluator.evaluate, rules, now, self.config.stale_after)
+        except Exception as exc:
+            log.error("self-monitoring rules could not run either (%s): Spark itself is failing", exc)
+            return
+        events = self.tracker.update({r.alert: rulebook.timings[r.alert] for r in rules}, findings, now,
+                                     only_evaluated=True)
+        self.dispatcher.dispatch(events, self.tracker.active_alerts(), now)
+        for event in events:
+            log.info("alert %s", event, extra={"rule": event.alert.rule})
+        await self.dispatch_once()
+
+    async def maintain_once(self) -> None:
+        """Store upkeep: crash recovery, compaction of closed hours, retention (DESIGN §6)."""
+        try:
+            async with self._store_lock:
+                report = await asyncio.to_thread(maintain_store, self.config.store, utcnow(), self.config.maintenance)
+        except Exception:
+            # Maintenance failing costs disk, not alerts: keep running and say so.
+            log.exception("store maintenance of %s failed; retrying at the next run", self.config.store)
+            return
+        self.metrics.store_bytes.set(report.store_bytes)
+        self.metrics.store_moved_aside.inc(len(report.moved_aside))
 
     def refresh_gauges(self) -> None:
         """Gauges read at scrape time rather than per cycle."""

@@ -321,6 +321,29 @@ COLLECTOR_HEALTH = Table(
     ),
 )
 
+# rocketwatch watching itself: written by the daemon before each evaluation, read by
+# rules/builtin/rocketwatch-self.yaml, so a failing or lagging daemon alerts like a broker does.
+SELF_CLUSTER = "rocketwatch"
+
+DAEMON_HEALTH = Table(
+    name="daemon_health",
+    description=f"One row per evaluation cycle: rocketwatch's own health (cluster is always {SELF_CLUSTER!r}).",
+    source="the daemon itself, before each evaluation",
+    key=("cluster", "host"),
+    columns=_common()
+    + (
+        Column("host", STRING, "host name the daemon runs on"),
+        Column("evaluate_seconds", FLOAT64, "duration of the last completed evaluation", "s", nullable=True),
+        Column("evaluate_interval_s", FLOAT64, "the configured evaluation interval", "s"),
+        Column("evaluation_failures", INT64, "evaluations failed in a row up to this sample (0 once one succeeds)"),
+        Column("last_cycle_age_s", FLOAT64, "seconds since the last completed evaluation cycle", "s", nullable=True),
+        Column("outbox_depth", INT64, "notifications not yet delivered", "notifications"),
+        Column("outbox_oldest_age_s", FLOAT64, "age of the oldest undelivered notification (0 when none)", "s"),
+        Column("store_free_bytes", INT64, "free space on the sample store's file system", "bytes"),
+        Column("store_free_ratio", FLOAT64, "free share of the sample store's file system, 0 to 1"),
+    ),
+)
+
 TABLES: dict[str, Table] = {
     t.name: t
     for t in (
@@ -333,6 +356,7 @@ TABLES: dict[str, Table] = {
         THREAD_DUMP,
         LOG_EVENT,
         COLLECTOR_HEALTH,
+        DAEMON_HEALTH,
     )
 }
 
