@@ -21,12 +21,13 @@ def _every(text: str) -> float:
 def cmd_diagnose(args: argparse.Namespace) -> int:
     """Diagnose one consumer group; exit 0 healthy, 1 problem found, 2 could not collect."""
     from daemon.diagnose.render import as_json, as_text
-    from daemon.diagnose.run import CollectError, Options, diagnose
+    from daemon.diagnose.run import CollectError, Options, Timings, diagnose
 
     opts = Options(namesrv=args.namesrv, group=args.group, topic=args.topic, samples=max(1, args.samples),
                    every=args.every, jstack=args.jstack, timeout=args.timeout, spark_master=args.spark_master)
     try:
-        verdict = diagnose(opts)
+        timings = Timings()
+        verdict = diagnose(opts, timings)
     except CollectError as exc:
         if args.format == "json":
             print(json.dumps({"group": args.group, "status": "error", "exit_code": EXIT_COLLECT_FAILED,
@@ -34,7 +35,7 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
         else:
             print(f"ERROR: could not collect group {args.group}: {exc}", file=sys.stderr)
         return EXIT_COLLECT_FAILED
-    print(as_json(verdict) if args.format == "json" else as_text(verdict))
+    print(as_json(verdict, timings) if args.format == "json" else as_text(verdict))
     return verdict.exit_code
 
 

@@ -89,6 +89,9 @@ def as_text(v: Verdict) -> str:
     return "\n".join(lines)
 
 
-def as_json(v: Verdict) -> str:
-    """The verdict as one JSON document."""
-    return json.dumps(v.as_json(), indent=2, default=str)
+def as_json(v: Verdict, timings: object | None = None) -> str:
+    """The verdict as one JSON document (with where the seconds went, when `timings` is given)."""
+    doc = v.as_json()
+    if timings is not None:
+        doc["timings_s"] = {k: round(t, 3) for k, t in vars(timings).items()}
+    return json.dumps(doc, indent=2, default=str)

@@ -56,10 +56,12 @@ class Timings:
     total_s: float = 0.0
 
 
-async def _sample(opts: Options, on_known: Callable[[], None]) -> tuple[Target, list[Sample]]:
+async def _sample(opts: Options, on_known: Callable[[], None], timings: Timings) -> tuple[Target, list[Sample]]:
     async with RemotingClient(default_timeout=opts.timeout) as client:
         admin = AdminClient(client)
+        start = time.monotonic()
         target = await discover(admin, opts.namesrv, opts.group, opts.topic, opts.timeout)
+        timings.discover_s = time.monotonic() - start
         samples: list[Sample] = []
         start = time.monotonic()
         for i in range(max(1, opts.samples)):
@@ -84,9 +86,9 @@ def diagnose(opts: Options, timings: Timings | None = None) -> Verdict:
     def start_spark() -> None:
         starter.append(SparkStarter(opts.spark_master))
 
-    target, samples = asyncio.run(_sample(opts, start_spark))
+    target, samples = asyncio.run(_sample(opts, start_spark, timings))
     t1 = time.perf_counter()
-    timings.sampling_s = t1 - t0
+    timings.sampling_s = t1 - t0 - timings.discover_s
     rules = builtin_rules()
     runbook = {r.alert: r.next_steps for r in rules}
     findings = []
