@@ -48,7 +48,8 @@ class QueueEvidence:
     limit_count: int | None = None
     limit_span: int | None = None
     limit_size_mib: int | None = None
-    lag_first: int = 0
+    backlog: int = 0  # messages the client has not yet finished: broker offset - its freshest commit
+    backlog_first: int = 0
     marks: list[str] = field(default_factory=list)
 
     @property
@@ -58,7 +59,7 @@ class QueueEvidence:
 
     def as_json(self) -> dict[str, Any]:
         """A JSON-ready dict."""
-        out = {k: v for k, v in self.__dict__.items() if k != "lag_first"}
+        out = {k: v for k, v in self.__dict__.items() if k != "backlog_first"}
         out["queue"] = self.key
         return out
 
@@ -107,6 +108,7 @@ def queue_evidence(samples: Sequence[Sample], group: str) -> list[QueueEvidence]
         for key, pq in _held(s).items():
             if pq["cached_msg_count"] > 0:
                 min_seen.setdefault(key, set()).add(pq["cached_min_offset"])
+    first_held = _held(first)
     held = _held(last)
     out = []
     for key, row in sorted(_own_queues(last, group).items()):
@@ -115,15 +117,23 @@ def queue_evidence(samples: Sequence[Sample], group: str) -> list[QueueEvidence]
         ev = QueueEvidence(
             topic=key[0], broker=key[1], queue_id=key[2], broker_offset=row["broker_offset"],
             committed=row["consumer_offset"], pulled=row.get("pull_offset"), lag=lag,
-            delay_ms=row.get("consume_delay_ms"),
-            lag_first=max(0, first_rows[key]["broker_offset"] - first_rows[key]["consumer_offset"])
-            if key in first_rows else lag,
+            delay_ms=row.get("consume_delay_ms"), backlog=_backlog(row, pq),
+            backlog_first=_backlog(first_rows[key], first_held.get(key)) if key in first_rows else 0,
         )
         if pq is not None:
             _add_cache(ev, pq, last.ts)
         _mark_progress(ev, len(samples), committed_seen.get(key, set()), min_seen.get(key, set()))
         out.append(ev)
     return out
+
+
+def _backlog(row: dict[str, Any], pq: dict[str, Any] | None) -> int:
+    """Broker offset minus the freshest committed offset: the client's own (it reaches the broker
+    only every 5 s, ref §7), else the broker's."""
+    committed = row["consumer_offset"]
+    if pq is not None:
+        committed = max(committed, pq["commit_offset"])
+    return max(0, row["broker_offset"] - committed)
 
 
 def _add_cache(ev: QueueEvidence, pq: dict[str, Any], now: datetime) -> None:
@@ -150,11 +160,12 @@ def _add_cache(ev: QueueEvidence, pq: dict[str, Any], now: datetime) -> None:
 
 def _mark_progress(ev: QueueEvidence, samples: int, committed: set[int], cached_min: set[int]) -> None:
     in_flight = (ev.cached_count or 0) + IN_FLIGHT_SLACK
-    backlog = ev.lag > in_flight
-    frozen = samples >= 2 and len(committed) == 1 and (len(cached_min) <= 1)
-    if frozen and backlog and (ev.cached_count or 0) > 0:
+    waiting = ev.backlog > in_flight
+    frozen = samples >= 2 and len(committed) == 1 and len(cached_min) == 1
+    if frozen and waiting and (ev.cached_count or 0) > 0:
         ev.marks.append(FROZEN)
-    if backlog and (ev.lag >= ev.lag_first or frozen):
+    # More waiting than in flight, and not shrinking: the client is not catching up.
+    if waiting and (samples < 2 or ev.backlog >= ev.backlog_first or frozen):
         ev.marks.append(LAG)
 
 

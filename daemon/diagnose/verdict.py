@@ -132,9 +132,9 @@ def decide(target: Target, samples: Sequence[Sample], findings: Sequence[Finding
     any_rows = any(r["group"] == group for s in samples for r in s.rows["consumer_queue"])
     if not any_rows and not last.online and not target.configured:
         return Verdict(status=UNKNOWN, side="none", scope=None, headline=(
-            f"group {group} is unknown: no broker has a subscription config, committed offsets or a "
-            f"connected client for it (check the name, and the name server {'/'.join(target.cluster_of.values()) or ''})"
-        ).replace(" ()", ""), **base)  # type: ignore[arg-type]
+            f"group {group} is unknown: no broker of cluster(s) {', '.join(sorted(set(target.cluster_of.values())))} "
+            "has a subscription config, committed offsets or a connected client for it; check the group name"
+        ), **base)  # type: ignore[arg-type]
     if not last.online:
         status = OFFLINE if total_lag > 0 else HEALTHY
         head = (f"group {group} is offline: no client is connected (broker answers 206) but its offsets are "
@@ -150,14 +150,24 @@ def decide(target: Target, samples: Sequence[Sample], findings: Sequence[Finding
         return Verdict(status=PROBLEM if lagging else POP_GROUP, side="consumer" if lagging else "none",
                        scope="all queues" if lagging else None, headline=head,
                        next_steps=_steps(findings, [], runbook), **base)  # type: ignore[arg-type]
-    broker = _broker_side(target, findings, evidence, peer_list)
-    if broker is not None:
-        scope, head, wanted = broker
-        return Verdict(status=PROBLEM, side="broker", scope=scope, headline=head,
-                       next_steps=_steps(findings, wanted, runbook), **base)  # type: ignore[arg-type]
-    consumer = _consumer_side(evidence, threads, last, base["dlq_growth"])  # type: ignore[arg-type]
+    broker_findings = [f for f in findings if f.rule in BROKER_RULES]
+    # A cache at its limits, a frozen commit or a stuck thread is the consumer's own doing,
+    # whatever the broker does; a slow broker starves consumers but does not fill their caches.
+    consumer = _consumer_side(evidence, threads, strong=True)
+    if consumer is None:
+        broker = _broker_side(target, broker_findings, evidence, peer_list)
+        if broker is not None:
+            scope, head, wanted = broker
+            return Verdict(status=PROBLEM, side="broker", scope=scope, headline=head,
+                           next_steps=_steps(findings, wanted, runbook), **base)  # type: ignore[arg-type]
+        consumer = _consumer_side(evidence, threads, strong=False)
+    if consumer is None and base["dlq_growth"]:
+        consumer = ("failing messages", f"{base['dlq_growth']} message(s) of {group} went to %DLQ%{group} during "
+                    "the samples: its consumers fail them until maxReconsumeTimes", [], [], ["DeadLetterQueueGrowing"])
     if consumer is not None:
         scope, head, clients, queues, wanted = consumer
+        if broker_findings:
+            head += "; the broker also shows " + ", ".join(sorted({BROKER_RULES[f.rule] for f in broker_findings}))
         first = next((e for e in evidence if e.key in queues), None)
         values = {"group": group, **(_values(first) if first is not None else {})}
         return Verdict(status=PROBLEM, side="consumer", scope=scope, headline=head, clients=clients, queues=queues,
@@ -170,19 +180,17 @@ def decide(target: Target, samples: Sequence[Sample], findings: Sequence[Finding
     return Verdict(status=HEALTHY, side="none", scope=None, headline=head, **base)  # type: ignore[arg-type]
 
 
-def _broker_side(target: Target, findings: Sequence[Finding], evidence: Sequence[QueueEvidence],
+def _broker_side(target: Target, broker_findings: Sequence[Finding], evidence: Sequence[QueueEvidence],
                  peer_list: Sequence[Peer]) -> tuple[str, str, list[str]] | None:
-    broker_findings = [f for f in findings if f.rule in BROKER_RULES]
     if broker_findings:
         worst = max(broker_findings, key=lambda f: SEVERITY_ORDER.get(f.severity or "", 0))
         scopes = sorted({BROKER_RULES[f.rule] for f in broker_findings})
         where = sorted({f.labels.get("broker", "") for f in broker_findings} - {""})
         head = (f"the broker side: {', '.join(scopes)} on {', '.join(where) or 'a broker'} that {target.group} "
                 f"reads from; {worst.annotations.get('summary', '').strip()}")
-        return ", ".join(scopes), " ".join(head.split()), [f.rule for f in broker_findings]
+        return ", ".join(scopes), " ".join(head.split()), sorted({f.rule for f in broker_findings})
     lagging_here = sum(e.lag for e in evidence) > LAGGING_MESSAGES
-    marked = any(set(e.marks) & set(CONSUMER_MARKS) for e in evidence)
-    if lagging_here and not marked and peer_list and all(p.lagging for p in peer_list):
+    if lagging_here and peer_list and all(p.lagging for p in peer_list):
         head = (f"the broker side: every group on the topic lags ({target.group} and "
                 f"{', '.join(p.group for p in peer_list)}) while no consumer cache is at its limits")
         return "all groups lagging", head, ["AllGroupsLagging"]
@@ -190,17 +198,17 @@ def _broker_side(target: Target, findings: Sequence[Finding], evidence: Sequence
 
 
 def _consumer_side(
-    evidence: Sequence[QueueEvidence], threads: Sequence[StuckThread], last: Sample, dlq: int,
+    evidence: Sequence[QueueEvidence], threads: Sequence[StuckThread], *, strong: bool,
 ) -> tuple[str, str, list[str], list[str], list[str]] | None:
-    bad = [e for e in evidence if set(e.marks) & set(CONSUMER_MARKS)]
-    lagging = [e for e in evidence if LAG in e.marks]
-    if not bad and lagging and len(lagging) * 2 > len(evidence):
-        bad = lagging  # a backlog on most queues with nothing at a limit: throughput
-    if not bad and not threads:
-        if dlq > 0:
-            return ("failing messages", f"{dlq} message(s) of the group went to its dead-letter queue during the "
-                    "samples: the consumers fail them until maxReconsumeTimes", [], [], ["DeadLetterQueueGrowing"])
-        return None
+    """Consumer-side verdict: from limits, frozen commits and stuck threads (strong), or from backlog alone."""
+    if strong:
+        bad = [e for e in evidence if set(e.marks) & set(CONSUMER_MARKS)]
+        if not bad and not threads:
+            return None
+    else:
+        bad = [e for e in evidence if LAG in e.marks]
+        if not bad:
+            return None
     wanted = sorted({MARK_RULES[m] for e in bad for m in e.marks if m in MARK_RULES})
     clients = sorted({e.owner for e in bad if e.owner} | {t.client_id for t in threads})
     owners = {e.owner for e in evidence if e.owner}
@@ -209,14 +217,19 @@ def _consumer_side(
     detail = "; ".join(_queue_line(e) for e in bad[:4]) + (f"; +{len(bad) - 4} more" if len(bad) > 4 else "")
     if bad and len(bad) == len(evidence) and len(evidence) > 1:
         scope = "all queues"
-    elif clients and len(clients) == 1 and len(owners) > 1 and len(bad) == sum(
-            1 for e in evidence if e.owner == clients[0]) and len(bad) > 1:
+    elif (len(clients) == 1 and len(owners) > 1 and len(bad) > 1
+          and len(bad) == sum(1 for e in evidence if e.owner == clients[0])):
         scope = "one client"
     else:
-        scope = "one queue" if len(bad) == 1 else "some queues"
-    head = f"this group's consumers, {scope}: {detail or 'stuck consume threads'} [{', '.join(marks)}]"
+        scope = "one queue" if len(bad) <= 1 else "some queues"
+    head = f"this group's consumers, {scope}: {detail or 'stuck consume threads'}"
+    if marks:
+        head += f" [{', '.join(marks)}]"
     if clients:
         head += f"; client{'s' if len(clients) > 1 else ''} {', '.join(clients)}"
+    unowned = [e.key for e in bad if e.owner is None]
+    if unowned:
+        head += f"; held by no client: {', '.join(unowned[:4])}"
     if threads:
         head += f"; {len(threads)} consume thread(s) stuck: " + ", ".join(t.thread for t in threads)
     return scope, head, clients, queues, wanted
