@@ -25,6 +25,7 @@ from daemon.collectors.remoting.bodies import (
     decode_consume_time_span,
     decode_consumer_connection,
     decode_consumer_running_info,
+    decode_group_list,
     decode_kv_table,
     decode_subscription_groups,
     decode_topic_route,
@@ -167,3 +168,13 @@ class AdminClient:
             timeout=timeout,
         )
         return self._decode(broker_addr, code, response, decode_consume_time_span)
+
+    async def query_topic_consume_by_who(
+        self, broker_addr: str, topic: str, *, timeout: float | None = None
+    ) -> list[str]:
+        """QUERY_TOPIC_CONSUME_BY_WHO (300): the groups consuming `topic` on a broker (online or with offsets)."""
+        code = RequestCode.QUERY_TOPIC_CONSUME_BY_WHO
+        response = await self._call(
+            broker_addr, code, {"topic": topic}, role=BROKER, context=f"topic {topic}", timeout=timeout
+        )
+        return self._decode(broker_addr, code, response, decode_group_list)

@@ -356,3 +356,12 @@ def decode_consume_time_span(body: bytes | str) -> list[QueueTimeSpan]:
             for raw in as_list(root.get("consumeTimeSpanSet"), "consumeTimeSpanSet")
         )
     ]
+
+
+# ---- 300 QUERY_TOPIC_CONSUME_BY_WHO ----
+
+
+def decode_group_list(body: bytes | str) -> list[str]:
+    """The group names of a GroupList (300) body: online subscribers and groups with stored offsets."""
+    root = root_object(body, "GroupList")
+    return sorted(as_str(g) for g in as_list(root.get("groupList"), "groupList"))

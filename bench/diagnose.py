@@ -1,0 +1,78 @@
+"""Benchmark: `rocketwatch diagnose` on a group with 64 queues and 4 clients, five samples one second apart.
+
+Run with `make bench` or directly; writes bench/results/diagnose.json. Not a test: the figure
+depends on the machine and its load (the 1-minute load average is recorded with it). The command
+runs as an operator runs it, in its own process, so the total includes Python, the JVM start
+(overlapping the samples) and the rule evaluation. Target: under 10 s.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from daemon.simulator import SimulatorThread  # noqa: E402
+from daemon.simulator.consumer import ConsumerSettings  # noqa: E402
+from daemon.simulator.model import PERSIST_INTERVAL_S, ClusterModel, Producer  # noqa: E402
+from daemon.simulator.scenario import Scenario  # noqa: E402
+
+GROUP, PEER, TOPIC = "benchGroup", "benchPeer", "BenchTopic"
+QUEUES_PER_BROKER = 32  # two brokers: 64 queues
+CLIENTS = 4
+RUNS = int(os.environ.get("BENCH_RUNS", "3"))
+
+
+def scenario() -> Scenario:
+    """Two brokers, one 64-queue topic under steady traffic, the benchmarked group (4 clients) and a peer."""
+    model = ClusterModel(cluster="DefaultCluster", start=0.0, persist_interval_s=PERSIST_INTERVAL_S)
+    model.add_topic(TOPIC, queues_per_broker=QUEUES_PER_BROKER)
+    queues = [(mq.broker, mq.queue_id) for mq in model.queues_of(TOPIC)]
+    model.add_producer(Producer(TOPIC, queues, 2.0, start=model.start))
+    settings = ConsumerSettings(consume_thread_min=4, consume_thread_max=4,
+                                consume_from_where="CONSUME_FROM_FIRST_OFFSET")
+    model.add_group(GROUP, [TOPIC], settings, clients=CLIENTS)
+    model.add_group(PEER, [TOPIC], settings)
+    return Scenario("bench-diagnose", "64 queues, 4 clients", model, {})
+
+
+def main() -> None:
+    """Run diagnose RUNS times against the simulated cluster and write the timings."""
+    runs = []
+    with SimulatorThread(scenario()) as sim:
+        time.sleep(2.0)
+        for _ in range(RUNS):
+            start = time.perf_counter()
+            result = subprocess.run(
+                [sys.executable, "-m", "daemon.cli", "diagnose", "--namesrv", sim.namesrv_addr, "--group", GROUP,
+                 "--samples", "5", "--every", "1s", "--format", "json"],
+                capture_output=True, text=True, cwd=ROOT, timeout=300,
+            )
+            total = time.perf_counter() - start
+            verdict = json.loads(result.stdout)
+            runs.append({"total_s": round(total, 3), "exit_code": result.returncode, "status": verdict["status"],
+                         "queues": len(verdict["evidence"]), "phases_s": verdict.get("timings_s")})
+            print(f"diagnose: {total:.1f} s, {verdict['status']}, {len(verdict['evidence'])} queues", flush=True)
+    totals = sorted(r["total_s"] for r in runs)
+    out = {
+        "when": datetime.now(UTC).isoformat(timespec="seconds"),
+        "machine": f"{platform.machine()} {os.cpu_count()} cpu",
+        "load_average_1m": round(os.getloadavg()[0], 2),
+        "queues": 2 * QUEUES_PER_BROKER, "clients": CLIENTS, "samples": 5, "every_s": 1.0,
+        "target_s": 10.0, "runs": runs, "total_median_s": totals[len(totals) // 2],
+    }
+    path = ROOT / "bench" / "results" / "diagnose.json"
+    path.write_text(json.dumps(out, indent=2) + "\n")
+    print(f"wrote {path}: median {out['total_median_s']} s (target 10 s)")
+
+
+if __name__ == "__main__":
+    main()

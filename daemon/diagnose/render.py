@@ -1,0 +1,97 @@
+"""The verdict as an operator reads it (text) or as a script reads it (json)."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+
+from daemon.diagnose.evidence import QueueEvidence
+from daemon.diagnose.verdict import Verdict
+
+_COLUMNS = ("queue", "broker off", "committed", "pulled", "lag", "delay", "cached", "span", "MiB", "owner", "marks")
+
+
+def _n(value: int | None) -> str:
+    return "-" if value is None else str(value)
+
+
+def _vs(value: int | None, limit: int | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value}/{limit}" if limit is not None else str(value)
+
+
+def _delay(ms: int | None) -> str:
+    if ms is None:
+        return "-"
+    if ms < 1000:
+        return f"{ms}ms"
+    return f"{ms / 1000:.0f}s" if ms < 120_000 else f"{ms / 60000:.1f}m"
+
+
+def _row(e: QueueEvidence) -> tuple[str, ...]:
+    return (e.key, str(e.broker_offset), str(e.committed), _n(e.pulled), str(e.lag), _delay(e.delay_ms),
+            _vs(e.cached_count, e.limit_count), _vs(e.cached_span, e.limit_span),
+            _vs(e.cached_size_mib, e.limit_size_mib), e.owner or "-", ",".join(e.marks) or "")
+
+
+def _table(rows: list[tuple[str, ...]]) -> list[str]:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return ["  " + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+
+
+MAX_QUEUE_ROWS = 16
+
+
+def as_text(v: Verdict) -> str:
+    """The verdict, evidence table, peers, threads and next steps as plain text."""
+    lines = [f"{v.status.upper()}: {v.headline}", ""]
+    if v.evidence:
+        marked = [e for e in v.evidence if e.marks]
+        shown = marked + [e for e in v.evidence if not e.marks][: max(0, MAX_QUEUE_ROWS - len(marked))]
+        lines.append(f"Queues of {v.group} ({len(v.evidence)}; cached/span/MiB are value/client limit; "
+                     "marks: SPAN COUNT SIZE at a limit, BLOCKED nothing consumed for 60 s, FROZEN committed "
+                     "offset not moving, LAG backlog beyond in-flight):")
+        rows = [_COLUMNS] + [_row(e) for e in sorted(shown, key=lambda e: (e.topic, e.broker, e.queue_id))]
+        lines += _table(rows)
+        if len(shown) < len(v.evidence):
+            lines.append(f"  ... {len(v.evidence) - len(shown)} more queue(s) without anomalies")
+        lines.append("")
+    if v.peers:
+        lines.append("Peers (other groups on the same topic):")
+        for p in v.peers:
+            state = "LAGGING" if p.lagging else "keeping up"
+            lines.append(f"  {p.group}: lag {p.lag}, {p.online_clients} client(s) online, {state}")
+        lines.append("")
+    if v.threads:
+        lines.append("Stuck consume threads (same stack in every dump):")
+        for t in v.threads:
+            where = f" in {t.app_frame}" if t.app_frame else ""
+            lines.append(f"  {t.client_id} {t.thread} {t.state}: {t.top_frame}{where} ({t.dumps} dumps)")
+        lines.append("")
+    if v.dlq_growth:
+        lines += [f"Dead letters: %DLQ%{v.group} grew by {v.dlq_growth} during the samples.", ""]
+    if v.findings:
+        lines.append("Rules that match now (before their `for:` hold):")
+        lines += [f"  {f.rule} [{f.severity}] {' '.join(f.annotations.get('summary', '').split())}"
+                  for f in v.findings[:10]]
+        lines.append("")
+    if v.next_steps:
+        lines.append("What to do next:")
+        for rule, text in v.next_steps[:3]:
+            lines += textwrap.wrap(f"{rule}: {text}", width=100, initial_indent="  ", subsequent_indent="    ")
+        lines.append("")
+    if v.notes:
+        lines.append(f"Calls that failed ({len(v.notes)}):")
+        lines += [f"  {n}" for n in v.notes[:10]]
+        lines.append("")
+    lines.append(f"{v.samples} sample(s); exit {v.exit_code}")
+    return "\n".join(lines)
+
+
+def as_json(v: Verdict, timings: object | None = None) -> str:
+    """The verdict as one JSON document (with where the seconds went, when `timings` is given)."""
+    doc = v.as_json()
+    if timings is not None:
+        doc["timings_s"] = {k: round(t, 3) for k, t in vars(timings).items()}
+    return json.dumps(doc, indent=2, default=str)

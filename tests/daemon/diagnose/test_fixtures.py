@@ -1,0 +1,77 @@
+"""diagnose against the real 4.9.7 captures served in their original bytes (fixtures README, stuckGroup)."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+from typing import Any
+
+import pytest
+
+from daemon.cli import main
+from tests.daemon.diagnose.fixture_broker import fixture_cluster
+
+STUCK_CLIENT = "192.0.2.2@5764#7903510994656"
+
+
+def run_diagnose(group: str, *extra: str) -> tuple[int, str]:
+    """`rocketwatch diagnose` in this process (the suite's one SparkSession) against the captures, t1 then t2."""
+    out = io.StringIO()
+    with fixture_cluster() as cluster, contextlib.redirect_stdout(out):
+        code = main(["diagnose", "--namesrv", cluster.namesrv_addr, "--group", group,
+                     "--samples", "2", "--every", "0.2", *extra])
+    return code, out.getvalue()
+
+
+@pytest.fixture(scope="module")
+def stuck(spark: object) -> tuple[int, dict[str, Any]]:
+    code, text = run_diagnose("stuckGroup", "--jstack", "--format", "json")
+    return code, json.loads(text)
+
+
+def test_stuck_group_verdict_is_queue_3_of_client_5764(stuck: tuple[int, dict[str, Any]]) -> None:
+    code, verdict = stuck
+    assert code == 1
+    assert verdict["status"] == "problem" and verdict["side"] == "consumer" and verdict["scope"] == "one queue"
+    assert verdict["queues"] == ["OrderTopic/broker-a/3"]
+    assert verdict["clients"] == [STUCK_CLIENT]
+
+
+def test_stuck_queue_evidence_matches_the_readme(stuck: tuple[int, dict[str, Any]]) -> None:
+    rows = {e["queue"]: e for e in stuck[1]["evidence"]}
+    q3 = rows["OrderTopic/broker-a/3"]
+    # t2 numbers: broker offset 3772, committed 0, cache {0, 3626} against consumeConcurrentlyMaxSpan 2000.
+    assert (q3["broker_offset"], q3["committed"], q3["lag"]) == (3772, 0, 3772)
+    assert (q3["cached_count"], q3["cached_span"], q3["limit_span"], q3["cached_min_offset"]) == (2, 3626, 2000, 0)
+    assert {"SPAN", "FROZEN"} <= set(q3["marks"])
+    assert q3["owner"] == STUCK_CLIENT
+    others = [e for k, e in rows.items() if k != "OrderTopic/broker-a/3"]
+    assert len(others) == 7 and all(not e["marks"] and e["lag"] <= 1 for e in others)
+
+
+def test_stuck_threads_2_and_3_with_their_blocking_frame(stuck: tuple[int, dict[str, Any]]) -> None:
+    threads = stuck[1]["threads"]
+    assert [t["thread"] for t in threads] == ["ConsumeMessageThread_stuckGroup_2", "ConsumeMessageThread_stuckGroup_3"]
+    assert all(t["top_frame"].startswith("java.lang.Thread.sleep") and t["dumps"] == 2 for t in threads)
+    assert all(t["app_frame"] == "cap.Cons.lambda$main$0(Cons.java:34)" for t in threads)
+
+
+def test_stuck_peer_and_runbook(stuck: tuple[int, dict[str, Any]]) -> None:
+    verdict = stuck[1]
+    assert verdict["peers"] == [{"group": "healthyGroup", "online_clients": 1, "lag": 0, "lagging": False}]
+    rules = [s["rule"] for s in verdict["next_steps"]]
+    assert "ProcessQueueSpanTooLong" in rules
+    span_steps = next(s["text"] for s in verdict["next_steps"] if s["rule"] == "ProcessQueueSpanTooLong")
+    assert "queueId=3" in span_steps and "offset 0" in span_steps  # rendered for this queue, not a template
+    assert "ProcessQueueSpanTooLong" in [f["rule"] for f in verdict["findings"]]
+
+
+def test_healthy_group_on_the_same_topic_is_healthy_and_names_the_lagging_peer(spark: object) -> None:
+    code, text = run_diagnose("healthyGroup")
+    assert code == 0, text
+    first = text.splitlines()[0]
+    assert first.startswith("HEALTHY: group healthyGroup is healthy")
+    assert "stuckGroup" in first
+    # README t2: Σ(broker − consumer) of stuckGroup on OrderTopic is 3778.
+    assert "stuckGroup: lag 3778, 1 client(s) online, LAGGING" in text
