@@ -18,7 +18,6 @@ from config.loader import load_config
 from config.models import ClusterConfig, RocketwatchConfig
 from daemon.alerts.db import StateDB
 from daemon.alerts.group_actions import GroupActionStore
-from daemon.alerts.inhibit import Inhibitor
 from daemon.alerts.silences import SilenceStore
 from daemon.alerts.tracker import AlertTracker
 from daemon.alerts.value_history import ValueHistory
@@ -27,12 +26,12 @@ from daemon.collectors.remoting.client import RemotingClient
 from daemon.collectors.sources import collect_sources
 from daemon.cycles import CycleRecord, CycleStats
 from daemon.http.server import start_http
+from daemon.lifecycle import shutdown
 from daemon.metrics import DaemonMetrics
-from daemon.notify.dispatcher import Dispatcher
-from daemon.notify.factory import build_notifiers
 from daemon.notify.outbox import Outbox
-from daemon.notify.routing import HEARTBEAT, Router
-from daemon.notify.slack_actions import SlackActionListener, build_action_listeners
+from daemon.notify.routing import HEARTBEAT
+from daemon.notify.slack_actions import SlackActionListener
+from daemon.notify.wiring import build_routing, heartbeat_finding, start_slack_listeners
 from daemon.rulebook import Rulebook, load_rulebook
 from daemon.sdnotify import sd_notify
 from daemon.selfmon import SelfMonitor, self_rules
@@ -40,7 +39,7 @@ from daemon.statedir import StateDirLock
 from daemon.store.maintenance import maintain_store, recover_store
 from daemon.store.writer import ParquetStore
 from daemon.watchdog import Watchdog, watchdog_interval
-from rules.findings import Finding, RuleTiming
+from rules.findings import RuleTiming
 
 log = logging.getLogger("rocketwatch")
 
@@ -135,45 +134,7 @@ class Daemon:
         return asyncio.get_running_loop().create_task(self.watchdog.run(), name="watchdog")
 
     async def _shutdown(self) -> None:
-        """Stop scheduling, let the cycles in flight finish, flush the outbox, stop Spark: all bounded."""
-        sd_notify("STOPPING=1")
-        budget = self.config.daemon.shutdown_timeout.total_seconds()
-        deadline = time.monotonic() + budget
-        self.scheduler.shutdown(wait=False)
-        inflight = {t for t in self._inflight if not t.done()}
-        if inflight:
-            log.info("stopping: waiting up to %.0fs for %d cycle(s) in flight", budget * 0.6, len(inflight))
-            _, late = await asyncio.wait(inflight, timeout=budget * 0.6)
-            for task in late:
-                log.warning("stopping: %s still running after %.0fs; abandoned", task.get_name(), budget * 0.6)
-                task.cancel()
-            abandoned = bool(late)
-        else:
-            abandoned = False
-        try:
-            await asyncio.wait_for(self.dispatch_once(final=True), timeout=max(deadline - time.monotonic(), 1.0))
-        except TimeoutError:
-            log.warning("stopping: outbox flush cut off after %.0fs; %d notification(s) stay queued and go out "
-                        "after the next start", budget, self.outbox.depth())
-        depth = self.outbox.depth()
-        log.info("stopping: outbox flushed, %d notification(s) left queued", depth)
-        if abandoned:
-            # An evaluation still runs in its thread: stopping Spark under it only adds a stack of
-            # errors to the log; the JVM ends with the process anyway.
-            log.info("stopping: leaving Spark to exit with the process (an evaluation is still running)")
-        else:
-            await asyncio.to_thread(self._stop_spark)
-
-    def _stop_spark(self) -> None:
-        if self._evaluator is None:
-            return
-        from spark.session import stop_session
-
-        try:
-            stop_session()
-        except Exception:  # the JVM may already be gone; stopping is best effort
-            log.debug("spark session stop failed", exc_info=True)
-        self.metrics.spark_up.set(0)
+        await shutdown(self)
 
     async def _tracked(self, job: Callable[..., Awaitable[None]], *args: object) -> None:
         # Every scheduled run registers itself so shutdown can wait for the one in flight.
@@ -197,26 +158,14 @@ class Daemon:
         self._build_routing()
 
     def _build_routing(self) -> None:
-        notify = self.config.notify
-        self.notifiers = build_notifiers(
-            notify.receivers, group_notes=self.group_actions.notes, value_series=self.value_history.series
-        )
-        inhibitors = [Inhibitor.parse(r.source_matchers, r.target_matchers, r.equal) for r in notify.inhibit_rules]
-        self.dispatcher = Dispatcher(
-            self.outbox, [r.name for r in notify.receivers], notify.group_by, self.silences, inhibitors,
-            router=Router.from_config(notify),
-            # An acknowledged group still updates and resolves; it just stops the repeat reminders.
-            acknowledged=lambda key: self.group_actions.acknowledged(key) is not None,
+        self.notifiers, self.dispatcher = build_routing(
+            self.config.notify, self.outbox, self.silences, self.group_actions, self.value_history
         )
 
     async def _start_slack_listeners(self) -> None:
-        self._slack_listeners = build_action_listeners(
+        self._slack_listeners, self._slack_tasks = start_slack_listeners(
             self.config.notify.receivers, self.notifiers, self.silences, self.group_actions
         )
-        for listener in self._slack_listeners:
-            # In the background: slack-sdk retries an unreachable Slack forever, which must not hold up start.
-            self._slack_tasks.append(asyncio.get_running_loop().create_task(
-                listener.start(), name=f"slack-actions:{listener.handler.receiver}"))
 
     def _start_spark(self) -> None:
         # Imported here so `rocketwatch check` and the CLI never pay for a JVM.
@@ -327,7 +276,8 @@ class Daemon:
         timings = rulebook.timings
         if self.config.notify.heartbeat is not None:
             # The dead man's switch: always firing, so its receiver hears from us every interval.
-            findings = [*findings, self._heartbeat()]
+            findings = [*findings, heartbeat_finding(len(self.config.clusters), self.stats.evaluate_cycles,
+                                                     self.stats.firing)]
             timings = {**timings, HEARTBEAT: RuleTiming(HEARTBEAT)}
         events = self.tracker.update(timings, findings, now)
         # Acknowledgements and until-resolved silences end with their group.
@@ -362,16 +312,6 @@ class Daemon:
             f"STATUS=cycle {self.stats.evaluate_cycles}: {len(findings)} finding(s), "
             f"{self.stats.firing} firing, evaluate {self.stats.last_evaluate_s:.1f}s"
         )
-
-    def _heartbeat(self) -> Finding:
-        summary = (f"rocketwatch is watching {len(self.config.clusters)} cluster(s): "
-                   f"{self.stats.evaluate_cycles} evaluation(s) so far, {self.stats.firing} alert(s) firing")
-        return Finding(HEARTBEAT, {}, None, None, None, {
-            "summary": summary,
-            "diagnosis": "This alert always fires. Its notifications stopping means rocketwatch stopped "
-                         "evaluating or cannot deliver: nobody is being told about RocketMQ any more.",
-            "next_steps": "On the rocketwatch host: systemctl status rocketwatch; journalctl -u rocketwatch.",
-        })
 
     async def _self_check_after_failure(self, rulebook: Rulebook) -> None:
         # The full evaluation failed, so no rule ran, including the one that reports exactly that:
