@@ -34,7 +34,7 @@ PUT_BUCKETS = (
     ("5~10s", "put_latency_5_10s"),
     ("10s~", "put_latency_ge_10s"),
 )
-_SLOW_FROM = 4  # buckets from 100~200ms on are "over 100 ms"
+SLOW_FROM = 4  # buckets from 100~200ms on are "over 100 ms"
 _BUCKET = re.compile(r"\[([^\]]+)\]:(\d+)")
 _SIZE = re.compile(r"^\s*([0-9.]+)\s*([KMGTPE]?i?B)\s*$")
 _UNITS = {"B": 1, "KiB": 1024, "MiB": 1024**2, "GiB": 1024**3, "TiB": 1024**4, "PiB": 1024**5, "EiB": 1024**6}
@@ -133,7 +133,7 @@ def broker_row(
         "dispatch_behind_bytes": parse_int(kv.get("dispatchBehindBytes")),
         "page_cache_lock_ms": parse_int(kv.get("pageCacheLockTimeMills")),
         **{column: (buckets or {}).get(column) for _, column in PUT_BUCKETS},
-        "put_slow_100ms": sum(buckets[c] for _, c in PUT_BUCKETS[_SLOW_FROM:]) if buckets else None,
+        "put_slow_100ms": sum(buckets[c] for _, c in PUT_BUCKETS[SLOW_FROM:]) if buckets else None,
         "put_p99_ms": parse_float(kv.get("putLatency99")),
         "put_p999_ms": parse_float(kv.get("putLatency999")),
         "put_max_ms": parse_int(kv.get("putMessageEntireTimeMax")),
