@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from datetime import timedelta
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
 from pydantic import (
@@ -65,6 +65,16 @@ class ExporterSource(_Strict):
         return value
 
 
+class LogSource(_Strict):
+    """Log files of this cluster's brokers or clients to follow (tail -F) into log_event rows."""
+
+    path: str = Field(min_length=1, description="a file or a glob, e.g. /var/log/rocketmq/*/store.log")
+    kind: Literal["client", "store", "broker"] | None = Field(None, description="default: told from the content")
+    tz: str | None = Field(None, description="zone of the timestamps; default GMT+8 (broker side), UTC (4.9 client)")
+    broker: str | None = Field(None, description="broker name for store/broker logs; default from the directory")
+    host: str | None = Field(None, description="host the files come from; default this host")
+
+
 class ClusterConfig(_Strict):
     """One RocketMQ cluster to watch, through its name servers, a rocketmq-exporter, or both."""
 
@@ -75,12 +85,13 @@ class ClusterConfig(_Strict):
     exporter: ExporterSource | None = Field(
         default=None, description="scrape this rocketmq-exporter; fills no process_queue (see README)"
     )
+    logs: list[LogSource] = Field(default_factory=list, description="broker/client log files to follow")
 
     @model_validator(mode="after")
     def _a_source(self) -> ClusterConfig:
-        if not self.namesrv and self.exporter is None:
+        if not self.namesrv and self.exporter is None and not self.logs:
             raise ValueError(
-                f"cluster {self.name!r} needs a source: namesrv (host:port list) or exporter (url), or both"
+                f"cluster {self.name!r} needs a source: namesrv (host:port list), exporter (url) or logs"
             )
         return self
 

@@ -21,6 +21,7 @@ from daemon.alerts.group_actions import GroupActionStore
 from daemon.alerts.silences import SilenceStore
 from daemon.alerts.tracker import AlertTracker
 from daemon.alerts.value_history import ValueHistory
+from daemon.collectors.logs import LogsCollector
 from daemon.collectors.remoting.admin import AdminClient
 from daemon.collectors.remoting.client import RemotingClient
 from daemon.collectors.sources import collect_sources
@@ -75,6 +76,7 @@ class Daemon:
         self._ready = False
         self._stopping = asyncio.Event()
         self._inflight: set[asyncio.Task] = set()
+        self.log_collectors: dict[str, LogsCollector] = {}  # per cluster: file positions live across cycles
         # Compaction swaps hour directories: no Spark read may list them halfway.
         self._store_lock = asyncio.Lock()
         self.watchdog: Watchdog | None = None
@@ -229,7 +231,10 @@ class Daemon:
         """One collection cycle of one cluster, written to the store as one file per table."""
         now = utcnow()
         started = time.monotonic()
-        result = await collect_sources(self.admin, cluster, self.config.collect, now)
+        logs = self.log_collectors.get(cluster.name)
+        if logs is None and cluster.logs:
+            logs = self.log_collectors[cluster.name] = LogsCollector(cluster.name, cluster.logs)
+        result = await collect_sources(self.admin, cluster, self.config.collect, now, logs)
         written = await asyncio.to_thread(self.store.append_all, result.rows, now)
         elapsed = time.monotonic() - started
         self.metrics.observe_collect(cluster.name, elapsed, written, result.rows.get("collector_health", []))
