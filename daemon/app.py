@@ -152,7 +152,7 @@ class Daemon:
     def _open_state(self) -> None:
         self.db = StateDB(self.config.state_dir / "state.db")
         self.tracker = AlertTracker(self.db)
-        self.outbox = Outbox(self.db)
+        self.outbox = Outbox(self.db, jitter=0.2)
         self.silences = SilenceStore(self.db)
         self.group_actions = GroupActionStore(self.db)
         self.value_history = ValueHistory(self.db)

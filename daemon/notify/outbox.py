@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import random
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -63,8 +64,11 @@ class DeliveryReport:
 class Outbox:
     """Queue of notifications per (receiver, group key), persisted in the state DB."""
 
-    def __init__(self, db: StateDB, send_timeout: float = 120.0) -> None:
+    def __init__(self, db: StateDB, send_timeout: float = 120.0, jitter: float = 0.0) -> None:
         self.db = db
+        # Up to this fraction added to each retry delay, so rows that failed together (a receiver
+        # outage) do not all retry in the same second when it returns. The daemon uses 0.2.
+        self.jitter = jitter
         # Bounds one send, including slack-sdk's Retry-After waits, so one dead receiver cannot
         # stall delivery to the others past the daemon's next cycle.
         self.send_timeout = send_timeout
@@ -160,7 +164,7 @@ class Outbox:
             ref = await asyncio.wait_for(notifier.send(row.notification, thread), self.send_timeout)
         except Exception as exc:  # any failure of any receiver: keep the row, retry later
             attempts = row.attempts + 1
-            retry_at = now + _retry_delay(exc, attempts)
+            retry_at = now + _retry_delay(exc, attempts) * (1 + random.uniform(0, self.jitter))
             detail = str(exc) or (f"no answer within {self.send_timeout:g}s" if isinstance(exc, TimeoutError) else "")
             kind = exc.kind if isinstance(exc, DeliveryError) else "retryable"
             error = (

@@ -154,3 +154,13 @@ def test_a_hanging_receiver_times_out_and_is_retried(db):
     cycle.run([span()], at(0))
     report = deliver(cycle.outbox, {"slow": Hangs()}, at(0))
     assert report.failed == 1 and "TimeoutError: no answer within 0.05s" in report.errors[0]
+
+
+def test_jitter_spreads_the_retries_of_rows_that_failed_together(db):
+    cycle = Cycle(db, ["mail"])
+    cycle.run([span(group=f"g{group}") for group in range(20)], at(0))  # 20 groups: 20 notifications
+    outbox = Outbox(db, jitter=0.2)
+    report = asyncio.run(outbox.deliver_due({}, at(0)))  # the receiver is missing: every send fails
+    assert report.failed == 20
+    waits = {(r.next_attempt_at - at(0)).total_seconds() for r in outbox.rows(undelivered_only=True)}
+    assert len(waits) > 10 and all(5 <= w <= 6 for w in waits)  # 5 s plus up to 20 %
