@@ -1,12 +1,35 @@
-"""Receivers: where notifications go (console, Slack, email). Secrets come from the environment."""
+"""Receivers: where notifications go (console, Slack, email, webhook).
+
+Secrets are named, never written in the file: `token_env: SLACK_BOT_TOKEN` reads the environment
+variable, or else the systemd credential of that name ($CREDENTIALS_DIRECTORY/SLACK_BOT_TOKEN,
+from `LoadCredential=SLACK_BOT_TOKEN:/etc/rocketwatch/credentials/slack-bot-token`).
+"""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
+
+_UNSET = "is not set (nor a systemd credential of that name)"
+
+
+def secret_value(name: str, env: Mapping[str, str] = os.environ) -> str | None:
+    """The secret called `name`: its environment variable, else systemd's credential file of that name."""
+    value = env.get(name)
+    if value:
+        return value
+    directory = env.get("CREDENTIALS_DIRECTORY")
+    if not directory:
+        return None
+    try:
+        # Credential files are often written with a trailing newline; a token never ends in one.
+        return (Path(directory) / name).read_text(encoding="utf-8").strip() or None
+    except OSError:
+        return None
 
 
 class _Receiver(BaseModel):
@@ -50,18 +73,18 @@ class SlackReceiver(_Receiver):
         """The app-level token for Socket Mode, or None when buttons are not configured."""
         if self.app_token_env is None:
             return None
-        value = env.get(self.app_token_env)
+        value = secret_value(self.app_token_env, env)
         if not value:
-            raise ValueError(f"receiver {self.name!r}: environment variable {self.app_token_env} is not set")
+            raise ValueError(f"receiver {self.name!r}: environment variable {self.app_token_env} {_UNSET}")
         return value
 
     def resolve_token(self, env: Mapping[str, str] = os.environ) -> str:
         """The bot token; raises naming the variable (never the value) when it is unset."""
         if self.token is not None:
             return self.token.get_secret_value()
-        value = env.get(self.token_env or "")
+        value = secret_value(self.token_env or "", env)
         if not value:
-            raise ValueError(f"receiver {self.name!r}: environment variable {self.token_env} is not set")
+            raise ValueError(f"receiver {self.name!r}: environment variable {self.token_env} {_UNSET}")
         return value
 
 
@@ -91,9 +114,9 @@ class EmailReceiver(_Receiver):
         """The SMTP password, or None without auth; raises naming the variable when it is unset."""
         if self.password_env is None:
             return None
-        value = env.get(self.password_env)
+        value = secret_value(self.password_env, env)
         if not value:
-            raise ValueError(f"receiver {self.name!r}: environment variable {self.password_env} is not set")
+            raise ValueError(f"receiver {self.name!r}: environment variable {self.password_env} {_UNSET}")
         return value
 
 
@@ -110,9 +133,9 @@ class WebhookReceiver(_Receiver):
         """The bearer token, or None without one; raises naming the variable when it is unset."""
         if self.bearer_token_env is None:
             return None
-        value = env.get(self.bearer_token_env)
+        value = secret_value(self.bearer_token_env, env)
         if not value:
-            raise ValueError(f"receiver {self.name!r}: environment variable {self.bearer_token_env} is not set")
+            raise ValueError(f"receiver {self.name!r}: environment variable {self.bearer_token_env} {_UNSET}")
         return value
 
 
