@@ -120,6 +120,8 @@ async def discover(admin: AdminClient, namesrv: str, group: str, topic: str | No
         return configs is not None and group in configs
 
     known = await asyncio.gather(*(knows(addr) for _, addr in masters))
+    if len(notes) == len(masters):
+        raise CollectError(f"no broker answered: {notes[0]}" + (f" (and {len(notes) - 1} more)" if len(notes) > 1 else ""))
     mine = [m for m, k in zip(masters, known, strict=True) if k]
     names = {name for name, _ in (mine or masters)}
     addrs = [(n, i, a) for n, b in sorted(info.brokers.items()) if n in names for i, a in sorted(b.addrs.items()) if a]
