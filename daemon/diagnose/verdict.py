@@ -161,9 +161,8 @@ def decide(target: Target, samples: Sequence[Sample], findings: Sequence[Finding
             return Verdict(status=PROBLEM, side="broker", scope=scope, headline=head,
                            next_steps=_steps(findings, wanted, runbook), **base)  # type: ignore[arg-type]
         consumer = _consumer_side(evidence, threads, strong=False)
-    if consumer is None and base["dlq_growth"]:
-        consumer = ("failing messages", f"{base['dlq_growth']} message(s) of {group} went to %DLQ%{group} during "
-                    "the samples: its consumers fail them until maxReconsumeTimes", [], [], ["DeadLetterQueueGrowing"])
+    if consumer is None:
+        consumer = _failing(group, last, int(base["dlq_growth"]))  # type: ignore[call-overload]
     if consumer is not None:
         scope, head, clients, queues, wanted = consumer
         if broker_findings:
@@ -178,6 +177,27 @@ def decide(target: Target, samples: Sequence[Sample], findings: Sequence[Finding
     head = (f"group {group} is healthy: lag {total_lag} is in flight only (committed offsets move, no cache at "
             f"its limits){tail}")
     return Verdict(status=HEALTHY, side="none", scope=None, headline=head, **base)  # type: ignore[arg-type]
+
+
+def _failing(group: str, last: Sample, dlq: int) -> tuple[str, str, list[str], list[str], list[str]] | None:
+    """Messages failing: dead letters during the samples, or clients reporting failed consumes."""
+    status = [r for r in last.rows["consumer_status"] if r["group"] == group]
+    failed_tps = sum(r["consume_failed_tps"] or 0.0 for r in status)
+    if dlq <= 0 and failed_tps <= 0:
+        return None
+    retry_lag = sum(max(0, r["broker_offset"] - r["consumer_offset"]) for r in last.rows["consumer_queue"]
+                    if r["group"] == group and r["topic_kind"] == "retry")
+    failing = sorted({r["client_id"] for r in status if (r["consume_failed_tps"] or 0) > 0})
+    parts = []
+    if failed_tps > 0:
+        parts.append(f"its clients fail {failed_tps:.3g} message(s)/s (RECONSUME_LATER or an exception)")
+    if dlq > 0:
+        parts.append(f"{dlq} message(s) went to %DLQ%{group} during the samples (out of retries)")
+    parts.append(f"%RETRY%{group} holds {retry_lag} waiting")
+    head = f"this group's consumers, failing messages: {'; '.join(parts)}"
+    if failing:
+        head += f"; client{'s' if len(failing) > 1 else ''} {', '.join(failing)}"
+    return "failing messages", head, failing, [], ["DeadLetterQueueGrowing", "RetryBacklogGrowing"]
 
 
 def _broker_side(target: Target, broker_findings: Sequence[Finding], evidence: Sequence[QueueEvidence],

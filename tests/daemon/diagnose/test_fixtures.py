@@ -75,3 +75,14 @@ def test_healthy_group_on_the_same_topic_is_healthy_and_names_the_lagging_peer(s
     assert "stuckGroup" in first
     # README t2: Σ(broker − consumer) of stuckGroup on OrderTopic is 3778.
     assert "stuckGroup: lag 3778, 1 client(s) online, LAGGING" in text
+
+
+def test_fail_group_is_failing_messages_with_its_dead_letters(spark: object) -> None:
+    code, text = run_diagnose("failGroup", "--format", "json")
+    verdict = json.loads(text)
+    assert code == 1 and (verdict["side"], verdict["scope"]) == ("consumer", "failing messages")
+    # README: %DLQ%failGroup max offset 1582 at t1, 1712 at t2; %RETRY%failGroup 3484/3482 at t2.
+    assert verdict["dlq_growth"] == 130
+    assert "%RETRY%failGroup holds 2 waiting" in verdict["headline"]
+    assert "fail " in verdict["headline"] and verdict["clients"] == ["192.0.2.2@5776#7903726802336"]
+    assert [s["rule"] for s in verdict["next_steps"]][:1] == ["DeadLetterQueueGrowing"]
