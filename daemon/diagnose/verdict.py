@@ -24,9 +24,12 @@ from daemon.diagnose.evidence import (
     SPAN,
     Peer,
     QueueEvidence,
+    broker_status,
+    client_status,
     dlq_growth,
     peers,
     queue_evidence,
+    retry_dlq,
 )
 from daemon.diagnose.threads import StuckThread
 from rules.findings import SEVERITY_ORDER, Finding
@@ -66,6 +69,10 @@ class Verdict:
     notes: list[str] = field(default_factory=list)
     samples: int = 0
     dlq_growth: int = 0
+    client_status: list[dict[str, Any]] = field(default_factory=list)
+    brokers: list[dict[str, Any]] = field(default_factory=list)
+    retry_lag: int = 0
+    dlq_total: int = 0
 
     @property
     def exit_code(self) -> int:
@@ -83,6 +90,8 @@ class Verdict:
                           "summary": f.annotations.get("summary", "")} for f in self.findings],
             "next_steps": [{"rule": r, "text": t} for r, t in self.next_steps],
             "notes": self.notes, "samples": self.samples, "dlq_growth": self.dlq_growth,
+            "client_status": self.client_status, "brokers": self.brokers, "retry_lag": self.retry_lag,
+            "dlq_total": self.dlq_total,
         }
 
 
@@ -126,8 +135,11 @@ def decide(target: Target, samples: Sequence[Sample], findings: Sequence[Finding
     notes = sorted({n for s in samples for n in s.failures})
     evidence = queue_evidence(samples, group)
     peer_list = peers(samples, group)
+    retry_lag, dlq_total = retry_dlq(last, group)
     base = dict(group=group, evidence=evidence, peers=peer_list, threads=list(threads), findings=list(findings),
-                notes=notes, samples=len(samples), dlq_growth=dlq_growth(samples, group))
+                notes=notes, samples=len(samples), dlq_growth=dlq_growth(samples, group),
+                client_status=client_status(last, group), brokers=broker_status(last), retry_lag=retry_lag,
+                dlq_total=dlq_total)
     total_lag = sum(e.lag for e in evidence)
     any_rows = any(r["group"] == group for s in samples for r in s.rows["consumer_queue"])
     if not any_rows and not last.online and not target.configured:

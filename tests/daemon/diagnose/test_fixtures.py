@@ -86,3 +86,14 @@ def test_fail_group_is_failing_messages_with_its_dead_letters(spark: object) -> 
     assert "%RETRY%failGroup holds 2 waiting" in verdict["headline"]
     assert "fail " in verdict["headline"] and verdict["clients"] == ["192.0.2.2@5776#7903726802336"]
     assert [s["rule"] for s in verdict["next_steps"]][:1] == ["DeadLetterQueueGrowing"]
+
+
+def test_stuck_clients_brokers_and_retry_are_reported(stuck: tuple[int, dict[str, Any]]) -> None:
+    verdict = stuck[1]
+    # README: the 307 statusTable for OrderTopic shows consumeOKTPS 7.0 and no failures.
+    [client] = verdict["client_status"]
+    assert client["client_id"] == STUCK_CLIENT and client["consume_ok_tps"] >= 7.0
+    assert client["consume_failed_tps"] == 0.0
+    [broker] = verdict["brokers"]
+    assert (broker["broker"], broker["addr"], broker["version"]) == ("broker-a", "127.0.0.1:10911", "V4_9_7")
+    assert verdict["dlq_total"] == 0 and verdict["dlq_growth"] == 0
