@@ -62,6 +62,7 @@ class Sample:
     ts: datetime
     rows: dict[str, list[dict[str, Any]]] = field(default_factory=lambda: {t: [] for t in TABLES})
     connection: ConsumerConnection | None = None
+    connection_addr: str | None = None  # the broker that reported the clients: it can relay to them
     peer_connections: dict[str, ConsumerConnection | None] = field(default_factory=dict)
     peers: set[str] = field(default_factory=set)
     jstacks: dict[str, str] = field(default_factory=dict)
@@ -120,6 +121,8 @@ async def discover(admin: AdminClient, namesrv: str, group: str, topic: str | No
         return configs is not None and group in configs
 
     known = await asyncio.gather(*(knows(addr) for _, addr in masters))
+    if len(notes) == len(masters):
+        raise CollectError(f"no broker answered: {notes[0]}" + (f" (and {len(notes) - 1} more)" if len(notes) > 1 else ""))
     mine = [m for m, k in zip(masters, known, strict=True) if k]
     names = {name for name, _ in (mine or masters)}
     addrs = [(n, i, a) for n, b in sorted(info.brokers.items()) if n in names for i, a in sorted(b.addrs.items()) if a]
@@ -151,7 +154,8 @@ async def take_sample(admin: AdminClient, target: Target, *, jstack: bool, timeo
         tasks += [_topic_stats(calls, target, sample, name, addr, t, timeout)
                   for t in [*topics, RETRY_PREFIX + target.group, DLQ_PREFIX + target.group]]
     if connection is not None and connection.connections:
-        relay = next(a for _, a in target.masters)
+        # A client heartbeats only to the brokers of its topics: relay through one that knows it.
+        relay = sample.connection_addr or target.masters[0][1]
         tasks += [_running_info(calls, target, sample, relay, cid, jstack, timeout)
                   for cid in sorted(set(connection.client_ids))]
     await asyncio.gather(*tasks)
@@ -189,6 +193,8 @@ async def _connection(calls: _Calls, target: Target, sample: Sample, group: str,
         if conn is not None and conn.connections:
             cluster = _cluster(target, name)
             sample.rows["consumer_client"].extend(consumer_client_rows(cluster, sample.ts, group, conn))
+            if group == target.group:
+                sample.connection_addr = addr
             return conn
     return None
 

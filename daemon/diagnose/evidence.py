@@ -189,3 +189,37 @@ def dlq_growth(samples: Sequence[Sample], group: str) -> int:
     def total(s: Sample) -> int:
         return sum(r["max_offset"] for r in s.rows["topic_queue"] if r["topic_kind"] == "dlq" and r["group"] == group)
     return total(samples[-1]) - total(samples[0])
+
+
+def client_status(sample: Sample, group: str) -> list[dict[str, Any]]:
+    """Per online client of the group: its own 1-minute statistics summed over topics, and queues held."""
+    held: dict[str, int] = {}
+    for row in sample.rows["process_queue"]:
+        if row["group"] == group and not row["dropped"]:
+            held[row["client_id"]] = held.get(row["client_id"], 0) + 1
+    out: dict[str, dict[str, Any]] = {}
+    for row in sample.rows["consumer_status"]:
+        if row["group"] != group:
+            continue
+        c = out.setdefault(row["client_id"], {"client_id": row["client_id"], "queues": held.get(row["client_id"], 0),
+                                              "consume_ok_tps": 0.0, "consume_failed_tps": 0.0,
+                                              "consume_rt_ms": 0.0, "pull_tps": 0.0})
+        for key in ("consume_ok_tps", "consume_failed_tps", "pull_tps"):
+            c[key] += row[key] or 0.0
+        c["consume_rt_ms"] = max(c["consume_rt_ms"], row["consume_rt_ms"] or 0.0)
+    return [out[k] for k in sorted(out)]
+
+
+def broker_status(sample: Sample) -> list[dict[str, Any]]:
+    """Per broker address the group reads from: the runtime figures the broker-side rules judge."""
+    keys = ("broker", "broker_id", "addr", "version", "put_tps", "put_p99_ms", "dispatch_behind_bytes",
+            "page_cache_lock_ms")
+    return [{k: row.get(k) for k in keys} for row in sorted(sample.rows["broker"], key=lambda r: (r["broker"], r["broker_id"]))]
+
+
+def retry_dlq(sample: Sample, group: str) -> tuple[int, int]:
+    """(lag on %RETRY%<group>, messages ever written to %DLQ%<group>) at one sample."""
+    retry = sum(max(0, r["broker_offset"] - r["consumer_offset"]) for r in sample.rows["consumer_queue"]
+                if r["group"] == group and r["topic_kind"] == "retry")
+    dlq = sum(r["max_offset"] for r in sample.rows["topic_queue"] if r["topic_kind"] == "dlq" and r["group"] == group)
+    return retry, dlq

@@ -29,6 +29,10 @@ def _delay(ms: int | None) -> str:
     return f"{ms / 1000:.0f}s" if ms < 120_000 else f"{ms / 60000:.1f}m"
 
 
+def _f(value: float | int | None) -> str:
+    return "?" if value is None else f"{value:.3g}" if isinstance(value, float) else str(value)
+
+
 def _row(e: QueueEvidence) -> tuple[str, ...]:
     return (e.key, str(e.broker_offset), str(e.committed), _n(e.pulled), str(e.lag), _delay(e.delay_ms),
             _vs(e.cached_count, e.limit_count), _vs(e.cached_span, e.limit_span),
@@ -56,6 +60,22 @@ def as_text(v: Verdict) -> str:
         lines += _table(rows)
         if len(shown) < len(v.evidence):
             lines.append(f"  ... {len(v.evidence) - len(shown)} more queue(s) without anomalies")
+        lines.append("")
+    if v.client_status:
+        lines.append("Clients (their own 1-minute statistics):")
+        for c in v.client_status:
+            lines.append(f"  {c['client_id']}: {c['queues']} queue(s), consume ok {c['consume_ok_tps']:.3g}/s, "
+                         f"failed {c['consume_failed_tps']:.3g}/s, RT {c['consume_rt_ms']:.3g} ms, "
+                         f"pull {c['pull_tps']:.3g}/s")
+        lines.append("")
+    lines += [f"Retry and dead letters: %RETRY%{v.group} lag {v.retry_lag}, %DLQ%{v.group} {v.dlq_total} in total"
+              + (f", +{v.dlq_growth} during the samples" if v.dlq_growth else ""), ""]
+    if v.brokers:
+        lines.append("Brokers:")
+        for b in v.brokers:
+            lines.append(f"  {b['broker']}/{b['broker_id']} {b['addr']} {b['version'] or ''}: put {_f(b['put_tps'])}/s, "
+                         f"put p99 {_f(b['put_p99_ms'])} ms, dispatch behind {_f(b['dispatch_behind_bytes'])} B, "
+                         f"page cache lock {_f(b['page_cache_lock_ms'])} ms")
         lines.append("")
     if v.peers:
         lines.append("Peers (other groups on the same topic):")

@@ -104,8 +104,9 @@ def diagnose(opts: Options, timings: Timings | None = None) -> Verdict:
                 found = evaluate(session, Path(tmp), judgeable(rules, samples), samples, opts.every)
                 findings = relevant(found, target, topics)
             timings.evaluate_s = time.perf_counter() - t2
-        except RuntimeError as exc:
-            notes.append(f"built-in rules not evaluated: {exc}")
+        except Exception as exc:  # the verdict stands on the samples alone; say what is missing
+            log.debug("rule evaluation failed", exc_info=True)
+            notes.append(f"built-in rules not evaluated: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}")
     jstacks: dict[str, list[str]] = {}
     for s in samples:
         for cid, text in s.jstacks.items():

@@ -24,9 +24,12 @@ from daemon.diagnose.evidence import (
     SPAN,
     Peer,
     QueueEvidence,
+    broker_status,
+    client_status,
     dlq_growth,
     peers,
     queue_evidence,
+    retry_dlq,
 )
 from daemon.diagnose.threads import StuckThread
 from rules.findings import SEVERITY_ORDER, Finding
@@ -66,6 +69,10 @@ class Verdict:
     notes: list[str] = field(default_factory=list)
     samples: int = 0
     dlq_growth: int = 0
+    client_status: list[dict[str, Any]] = field(default_factory=list)
+    brokers: list[dict[str, Any]] = field(default_factory=list)
+    retry_lag: int = 0
+    dlq_total: int = 0
 
     @property
     def exit_code(self) -> int:
@@ -83,6 +90,8 @@ class Verdict:
                           "summary": f.annotations.get("summary", "")} for f in self.findings],
             "next_steps": [{"rule": r, "text": t} for r, t in self.next_steps],
             "notes": self.notes, "samples": self.samples, "dlq_growth": self.dlq_growth,
+            "client_status": self.client_status, "brokers": self.brokers, "retry_lag": self.retry_lag,
+            "dlq_total": self.dlq_total,
         }
 
 
@@ -126,8 +135,11 @@ def decide(target: Target, samples: Sequence[Sample], findings: Sequence[Finding
     notes = sorted({n for s in samples for n in s.failures})
     evidence = queue_evidence(samples, group)
     peer_list = peers(samples, group)
+    retry_lag, dlq_total = retry_dlq(last, group)
     base = dict(group=group, evidence=evidence, peers=peer_list, threads=list(threads), findings=list(findings),
-                notes=notes, samples=len(samples), dlq_growth=dlq_growth(samples, group))
+                notes=notes, samples=len(samples), dlq_growth=dlq_growth(samples, group),
+                client_status=client_status(last, group), brokers=broker_status(last), retry_lag=retry_lag,
+                dlq_total=dlq_total)
     total_lag = sum(e.lag for e in evidence)
     any_rows = any(r["group"] == group for s in samples for r in s.rows["consumer_queue"])
     if not any_rows and not last.online and not target.configured:
@@ -161,9 +173,8 @@ def decide(target: Target, samples: Sequence[Sample], findings: Sequence[Finding
             return Verdict(status=PROBLEM, side="broker", scope=scope, headline=head,
                            next_steps=_steps(findings, wanted, runbook), **base)  # type: ignore[arg-type]
         consumer = _consumer_side(evidence, threads, strong=False)
-    if consumer is None and base["dlq_growth"]:
-        consumer = ("failing messages", f"{base['dlq_growth']} message(s) of {group} went to %DLQ%{group} during "
-                    "the samples: its consumers fail them until maxReconsumeTimes", [], [], ["DeadLetterQueueGrowing"])
+    if consumer is None:
+        consumer = _failing(group, last, int(base["dlq_growth"]))  # type: ignore[call-overload]
     if consumer is not None:
         scope, head, clients, queues, wanted = consumer
         if broker_findings:
@@ -178,6 +189,27 @@ def decide(target: Target, samples: Sequence[Sample], findings: Sequence[Finding
     head = (f"group {group} is healthy: lag {total_lag} is in flight only (committed offsets move, no cache at "
             f"its limits){tail}")
     return Verdict(status=HEALTHY, side="none", scope=None, headline=head, **base)  # type: ignore[arg-type]
+
+
+def _failing(group: str, last: Sample, dlq: int) -> tuple[str, str, list[str], list[str], list[str]] | None:
+    """Messages failing: dead letters during the samples, or clients reporting failed consumes."""
+    status = [r for r in last.rows["consumer_status"] if r["group"] == group]
+    failed_tps = sum(r["consume_failed_tps"] or 0.0 for r in status)
+    if dlq <= 0 and failed_tps <= 0:
+        return None
+    retry_lag = sum(max(0, r["broker_offset"] - r["consumer_offset"]) for r in last.rows["consumer_queue"]
+                    if r["group"] == group and r["topic_kind"] == "retry")
+    failing = sorted({r["client_id"] for r in status if (r["consume_failed_tps"] or 0) > 0})
+    parts = []
+    if failed_tps > 0:
+        parts.append(f"its clients fail {failed_tps:.3g} message(s)/s (RECONSUME_LATER or an exception)")
+    if dlq > 0:
+        parts.append(f"{dlq} message(s) went to %DLQ%{group} during the samples (out of retries)")
+    parts.append(f"%RETRY%{group} holds {retry_lag} waiting")
+    head = f"this group's consumers, failing messages: {'; '.join(parts)}"
+    if failing:
+        head += f"; client{'s' if len(failing) > 1 else ''} {', '.join(failing)}"
+    return "failing messages", head, failing, [], ["DeadLetterQueueGrowing", "RetryBacklogGrowing"]
 
 
 def _broker_side(target: Target, broker_findings: Sequence[Finding], evidence: Sequence[QueueEvidence],

@@ -75,3 +75,25 @@ def test_healthy_group_on_the_same_topic_is_healthy_and_names_the_lagging_peer(s
     assert "stuckGroup" in first
     # README t2: Σ(broker − consumer) of stuckGroup on OrderTopic is 3778.
     assert "stuckGroup: lag 3778, 1 client(s) online, LAGGING" in text
+
+
+def test_fail_group_is_failing_messages_with_its_dead_letters(spark: object) -> None:
+    code, text = run_diagnose("failGroup", "--format", "json")
+    verdict = json.loads(text)
+    assert code == 1 and (verdict["side"], verdict["scope"]) == ("consumer", "failing messages")
+    # README: %DLQ%failGroup max offset 1582 at t1, 1712 at t2; %RETRY%failGroup 3484/3482 at t2.
+    assert verdict["dlq_growth"] == 130
+    assert "%RETRY%failGroup holds 2 waiting" in verdict["headline"]
+    assert "fail " in verdict["headline"] and verdict["clients"] == ["192.0.2.2@5776#7903726802336"]
+    assert [s["rule"] for s in verdict["next_steps"]][:1] == ["DeadLetterQueueGrowing"]
+
+
+def test_stuck_clients_brokers_and_retry_are_reported(stuck: tuple[int, dict[str, Any]]) -> None:
+    verdict = stuck[1]
+    # README: the 307 statusTable for OrderTopic shows consumeOKTPS 7.0 and no failures.
+    [client] = verdict["client_status"]
+    assert client["client_id"] == STUCK_CLIENT and client["consume_ok_tps"] >= 7.0
+    assert client["consume_failed_tps"] == 0.0
+    [broker] = verdict["brokers"]
+    assert (broker["broker"], broker["addr"], broker["version"]) == ("broker-a", "127.0.0.1:10911", "V4_9_7")
+    assert verdict["dlq_total"] == 0 and verdict["dlq_growth"] == 0

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import time
 
-from daemon.diagnose.run import Options, diagnose
+import pytest
+
+from daemon.diagnose.run import CollectError, Options, diagnose
 from daemon.simulator import SimulatorThread
 
 GROUP_A, GROUP_B = "orderConsumerA", "orderConsumerB"
@@ -64,3 +66,12 @@ def test_unknown_group_is_a_clear_verdict_without_spark() -> None:
         verdict = diagnose(_options(sim, "noSuchGroup", samples=1))
     assert verdict.status == "unknown" and verdict.exit_code == 2
     assert "group noSuchGroup is unknown" in verdict.headline
+
+
+def test_every_broker_down_is_could_not_collect_naming_the_broker() -> None:
+    with SimulatorThread("healthy", time_scale=0.1) as sim:
+        for name in sim.broker_addrs:
+            sim.set_fault(name, refuse=True)
+        with pytest.raises(CollectError) as err:
+            diagnose(_options(sim, GROUP_A, samples=1, timeout=1.0))
+    assert "no broker answered" in str(err.value) and "subscription groups (201)" in str(err.value)
