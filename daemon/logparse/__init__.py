@@ -43,20 +43,23 @@ class LogParse:
 def detect_log_kind(path: Path | str) -> str | None:
     """What a file is, from its first lines (names lie after copying): client, store, broker or None."""
     path = Path(path)
+    lines: list[str] = []
     try:
-        lines = []
         for i, line in enumerate(open_text(path)):
             lines.append(line)
             if i >= _SNIFF_LINES:
                 break
     except (OSError, EOFError, UnicodeError):
-        return None
+        pass  # a truncated .gz still tells its kind by the lines before the cut
     text = "\n".join(lines)
     store_lines = text.count("[PAGECACHERT]") + text.count("[STORETPS]")
-    broker_lines = sum(text.count(s) for s in ("consumer connected", "unregister a ", "create new topic", " main - "))
+    broker_lines = sum(text.count(s) for s in ("consumer connected", "unregister a ", "create new topic", " main - ",
+                                                  "send msg to DLQ"))
     if store_lines and store_lines >= broker_lines:
         return "store"
-    if any(HEAD_4.match(line) or HEAD_5.match(line) for line in lines) and (
+    if any(HEAD_5.match(line) for line in lines):  # `[pid] [thread] [logger#method:line]`: only 5.x clients
+        return "client"
+    if any(HEAD_4.match(line) for line in lines) and (
             "RocketmqClient" in text or "rebalanced result changed" in text or "so do flow control" in text
             or ".client." in text or "MQClientInstance" in text):
         return "client"

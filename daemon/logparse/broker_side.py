@@ -4,8 +4,10 @@ store.log: every minute `[STORETPS]` and `[PAGECACHERT]`; each PAGECACHERT line 
 row with the 13 put-latency buckets (and the put TPS of the STORETPS line logged with it), so the
 built-in broker rules run on it, plus log_event rows `store_tps` and `put_latency` (value: puts of
 500 ms or more). broker.log: consumer membership — `consumer_registered`, `consumer_unregistered`
-(a clean shutdown), `consumer_channel_removed` (a dropped or expired connection) — and
-`dlq_topic_created` when a group's first message goes to its dead-letter queue.
+(a clean shutdown), `consumer_channel_removed` (a dropped or expired connection) — value: the
+clients this broker has seen in the group since the file began; `dlq_topic_created` when a group's
+first message goes to its dead-letter queue (the only DLQ line 4.9.x writes); `dlq_moved` for each
+message 5.x's `RocketmqDLQ` logger reports sent to `%DLQ%<group>` (topic: the original topic, value 1).
 """
 
 from __future__ import annotations
@@ -30,6 +32,9 @@ _UNREGISTER = re.compile(r"unregister a consumer\[(?P<group>[^\]]+)\] from consu
 _REMOVED = re.compile(r"NETTY EVENT: remove not active channel\[(?P<info>.*)\] from ConsumerGroupInfo groupChannelTable, "
                       r"consumer group: (?P<group>\S+)")
 _DLQ = re.compile(r"create new topic TopicConfig \[topicName=%DLQ%(?P<group>[^,\]]+)")
+# 5.x AbstractSendMessageProcessor, logger RocketmqDLQ (ref §5.1); consumerId is the group.
+_DLQ_SENT = re.compile(r"send msg to DLQ (?P<dlq>\S+), owner=[^,]*, originalTopic=(?P<topic>[^,]*), "
+                       r"consumerId=(?P<group>[^,]+), msgUniqKey=(?P<key>[^,]*)")
 _SLOW_BUCKETS = 6  # buckets from index 6 on are 500 ms and more
 
 
@@ -100,4 +105,9 @@ class BrokerLogParser(LineParser):
         if (match := _DLQ.search(message)) is not None:
             return [self.event(record, "dlq_topic_created", group=match["group"], broker=self.broker,
                                topic=f"%DLQ%{match['group']}")]
+        if (match := _DLQ_SENT.search(message)) is not None:
+            return [self.event(record, "dlq_moved", group=match["group"], broker=self.broker,
+                               topic=match["topic"] or None, value=1.0,
+                               detail=f"message {match['key']} of {match['topic']} moved to {match['dlq']} "
+                                      f"after its last reconsume")]
         return None
