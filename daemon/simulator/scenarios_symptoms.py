@@ -54,11 +54,16 @@ def _info(**extra: object) -> dict[str, object]:
     return {"group_a": GROUP_A, "group_b": GROUP_B, "topic": TOPIC, **extra}
 
 
-def stuck_far_apart(time_scale: float = 1.0, **kwargs: object) -> Scenario:
+def stuck_far_apart(
+    time_scale: float = 1.0, start: float = 0.0, start_epoch_ms: int | None = None,
+    cluster: str = "DefaultCluster", warmup: float = 60.0,
+) -> Scenario:
     """Two hung messages 3626 offsets apart on broker-a/3: span over 2000, the queue is no longer pulled."""
-    sc = stuck_consumer(time_scale=time_scale, **kwargs)  # type: ignore[arg-type]
+    epoch = int(time.time() * 1000) if start_epoch_ms is None else start_epoch_ms
+    sc = stuck_consumer(time_scale=time_scale, start=start, start_epoch_ms=epoch - int(warmup * 1000),
+                        cluster=cluster, group_a=GROUP_A, group_b=GROUP_B, block_at=10.0)
     sc.name = "stuck-far-apart"
-    return sc
+    return _finish(sc, warmup)
 
 
 def one_stuck_message(
@@ -145,10 +150,11 @@ def all_groups_lagging(
     time_scale: float = 1.0, start: float = 0.0, start_epoch_ms: int | None = None,
     cluster: str = "DefaultCluster", warmup: float = WARMUP_S,
 ) -> Scenario:
-    """Both groups on OrderTopic fall behind together: a broker- or topic-side cause, not one team's consumer."""
-    slow = _settings(threads=1, rate=0.5)
-    model = _two_groups(time_scale, start, start_epoch_ms, cluster, warmup, rate=20.0,
-                        settings_a=slow, settings_b=slow)
+    """Both groups on OrderTopic fall behind together: the brokers answer each pull 0.5 s late (broker-side)."""
+    model = _two_groups(time_scale, start, start_epoch_ms, cluster, warmup, rate=100.0)
+    # 32 messages per pull every 0.5 s is 64/s a queue against 100/s written; the clients' caches
+    # stay nearly empty, which is what tells a broker-side cause from slow consumers.
+    model.pull_delay_s = {name: 0.5 for name in model.brokers}
     return _finish(Scenario("all-groups-lagging", all_groups_lagging.__doc__ or "", model, {},
                             time_scale=time_scale, info=_info()), warmup)
 
