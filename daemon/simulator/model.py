@@ -111,6 +111,8 @@ class ClusterModel:
         self.subscription_version = 1
         self._last_persist = start
         self.pull_delay_s: dict[str, float] = {}  # broker → seconds it takes to answer a pull
+        # broker → GET_BROKER_RUNTIME_INFO entries answered instead of the modelled ones (store trouble)
+        self.runtime_overrides: dict[str, dict[str, str]] = {}
 
     def epoch_ms(self, t: float | None = None) -> int:
         """Wall-clock epoch milliseconds of model time `t` (default: now)."""

@@ -198,6 +198,31 @@ def healthy_busy(
                             time_scale=time_scale, info=_info()), warmup)
 
 
+def dispatch_lag(
+    time_scale: float = 1.0, start: float = 0.0, start_epoch_ms: int | None = None,
+    cluster: str = "DefaultCluster", warmup: float = 30.0,
+) -> Scenario:
+    """broker-a's ReputMessageService is 300 MiB behind the commitlog: acked writes are not yet consumable."""
+    model = _two_groups(time_scale, start, start_epoch_ms, cluster, warmup)
+    model.runtime_overrides["broker-a"] = {"dispatchBehindBytes": str(300 * 1024 * 1024)}
+    return _finish(Scenario("dispatch-lag", dispatch_lag.__doc__ or "", model, {},
+                            time_scale=time_scale, info=_info(broker="broker-a")), warmup)
+
+
+def put_latency(
+    time_scale: float = 1.0, start: float = 0.0, start_epoch_ms: int | None = None,
+    cluster: str = "DefaultCluster", warmup: float = 90.0,
+) -> Scenario:
+    """broker-b's puts are slow (PAGECACHERT: 170 puts of the last minute took 500 ms or more)."""
+    model = _two_groups(time_scale, start, start_epoch_ms, cluster, warmup)
+    model.runtime_overrides["broker-b"] = {"putMessageDistributeTime": (
+        "[<=0ms]:1200 [0~10ms]:300 [10~50ms]:80 [50~100ms]:40 [100~200ms]:30 [200~500ms]:25 "
+        "[500ms~1s]:150 [1~2s]:20 [2~3s]:0 [3~4s]:0 [4~5s]:0 [5~10s]:0 [10s~]:0 "
+    )}
+    return _finish(Scenario("put-latency", put_latency.__doc__ or "", model, {},
+                            time_scale=time_scale, info=_info(broker="broker-b")), warmup)
+
+
 SYMPTOM_SCENARIOS: dict[str, Callable[..., Scenario]] = {
     "stuck-far-apart": stuck_far_apart,
     "one-stuck-message": one_stuck_message,
@@ -209,5 +234,7 @@ SYMPTOM_SCENARIOS: dict[str, Callable[..., Scenario]] = {
     "group-offline": group_offline,
     "broker-down": broker_down,
     "healthy-busy": healthy_busy,
+    "dispatch-lag": dispatch_lag,
+    "put-latency": put_latency,
 }
 

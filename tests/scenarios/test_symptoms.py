@@ -75,6 +75,8 @@ CASES: dict[str, Case] = {
         fault="broker-b",
     ),
     "healthy-busy": Case([]),
+    "dispatch-lag": Case([("DispatchBehind", {"broker": "broker-a"}, "critical")]),
+    "put-latency": Case([("BrokerPutLatencyHigh", {"broker": "broker-b"}, "critical")]),
 }
 
 
