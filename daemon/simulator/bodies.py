@@ -301,6 +301,7 @@ def runtime_info(model: ClusterModel, broker: Broker) -> Bean:
         "putMessageSizeTotal": str(broker.put_bytes), "sendThreadPoolQueueCapacity": "10000",
         "pullThreadPoolQueueCapacity": "100000",
     }  # fmt: skip
+    table.update(model.runtime_overrides.get(broker.name, {}))
     return Bean(table=JavaMap((k, table[k]) for k in string_hash_order(table, 64)))
 
 

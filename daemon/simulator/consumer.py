@@ -160,8 +160,14 @@ class ConsumerClient:
         pq.pull_not_before = now + FLOW_CONTROL_DELAY_S
         return True
 
-    def pull_step(self, brokers: dict[str, Broker], now: float, now_ms: int) -> None:
-        """Issue at most one pull per ProcessQueue, skipping the flow-controlled ones."""
+    def pull_step(
+        self, brokers: dict[str, Broker], now: float, now_ms: int, pull_delay: dict[str, float] | None = None
+    ) -> None:
+        """Issue at most one pull per ProcessQueue, skipping the flow-controlled ones.
+
+        `pull_delay` (broker name → seconds) models a broker slow to answer pulls (a busy pull
+        thread pool, cold pages read from disk): the next pull of its queues waits that long.
+        """
         s = self.settings
         for mq, pq in self.pqs.items():
             if pq.dropped or now < pq.pull_not_before - 1e-9:
@@ -198,6 +204,8 @@ class ConsumerClient:
             broker.record_get(self.group, mq.topic, now, n)
             pq.last_pull_at = now
             pq.last_pull_ms = now_ms
+            if pull_delay and mq.broker in pull_delay:
+                pq.pull_not_before = now + pull_delay[mq.broker]
             # The pull callback issues the next pull at once (pullInterval 0), so the checks run
             # again on the batch just cached, before any thread has consumed it.
             self._flow_controlled(pq, now, now_ms)

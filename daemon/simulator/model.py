@@ -110,6 +110,9 @@ class ClusterModel:
         self.subscription_groups: list[str] = list(SYSTEM_GROUPS)
         self.subscription_version = 1
         self._last_persist = start
+        self.pull_delay_s: dict[str, float] = {}  # broker → seconds it takes to answer a pull
+        # broker → GET_BROKER_RUNTIME_INFO entries answered instead of the modelled ones (store trouble)
+        self.runtime_overrides: dict[str, dict[str, str]] = {}
 
     def epoch_ms(self, t: float | None = None) -> int:
         """Wall-clock epoch milliseconds of model time `t` (default: now)."""
@@ -231,7 +234,7 @@ class ClusterModel:
                     self.brokers[bname].put(p.topic, qid, t1, now_ms, p.size)
         for group in self.groups.values():
             for client in group.clients:
-                client.pull_step(self.brokers, t1, now_ms)
+                client.pull_step(self.brokers, t1, now_ms, self.pull_delay_s)
                 client.consume_step(t1 - t0, t1, now_ms, group.poison)
         if t1 - self._last_persist >= self.persist_interval_s - 1e-9:
             self._last_persist = t1

@@ -1,0 +1,147 @@
+"""Per symptom: the simulator plays the incident, the real collector samples it over the wire into
+a Parquet store, the built-in pack is evaluated with Spark, and the rule an operator needs fires
+with the right cause labels (group, queue, broker), with no other critical finding beside it.
+
+Scenarios arrive with their history already played (see daemon/simulator/scenarios_symptoms.py),
+so a few cycles a second apart suffice. Findings are the rules' conditions at the last cycle,
+before any `for:` hold (as `diagnose` reads them); rules whose `over:` window is longer than the
+cycles span cannot be judged here and are left out.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from daemon.collectors.cluster import collect_cluster
+from daemon.collectors.remoting.admin import AdminClient
+from daemon.collectors.remoting.client import RemotingClient
+from daemon.diagnose.rules_eval import builtin_rules
+from daemon.simulator import SimulatorThread
+from daemon.simulator.scenarios_symptoms import GROUP_A, GROUP_B
+from daemon.store.writer import ParquetStore
+from rules.findings import Finding
+
+pytestmark = pytest.mark.spark
+
+CYCLES = 3
+INTERVAL_S = 1.0
+TIMEOUT_S = 1.0
+
+
+@dataclass(frozen=True)
+class Case:
+    """What a scenario must fire (rule, labels it must carry, severity) and what else may fire."""
+
+    expect: list[tuple[str, dict[str, str], str]]
+    may_also: frozenset[str] = frozenset()
+    options: dict[str, object] = field(default_factory=dict)
+    fault: str | None = None  # broker whose connections are refused before sampling
+
+
+CASES: dict[str, Case] = {
+    "stuck-far-apart": Case(
+        [("ProcessQueueSpanTooLong", {"group": GROUP_A, "broker": "broker-a", "queue_id": "3"}, "critical")],
+        # The hung thread's queue is also flow-controlled and may carry a big cache.
+        may_also=frozenset({"ProcessQueueCachedCountHigh"}),
+    ),
+    "blocked-consumer": Case(
+        [("ConsumptionBlocked", {"group": GROUP_A}, "warning")],
+        may_also=frozenset({"ProcessQueueCachedCountHigh"}),
+    ),
+    "slow-consumer": Case(
+        [("OneGroupLagging", {"group": GROUP_A, "topic": "OrderTopic"}, "warning")],
+        # A slow consumer fills its ProcessQueues up to pullThresholdForQueue: that is the evidence.
+        may_also=frozenset({"ProcessQueueCachedCountHigh", "ConsumeDelayHigh"}),
+    ),
+    "one-group-lagging": Case(
+        [("OneGroupLagging", {"group": GROUP_A, "topic": "OrderTopic"}, "warning")],
+        may_also=frozenset({"ProcessQueueCachedCountHigh", "ConsumeDelayHigh"}),
+    ),
+    "all-groups-lagging": Case(
+        [("AllGroupsLagging", {"topic": "OrderTopic"}, "warning")],
+        may_also=frozenset({"ProcessQueueCachedCountHigh", "ConsumeDelayHigh"}),
+    ),
+    "group-offline": Case(
+        [("ConsumerGroupOffline", {"group": GROUP_A}, "critical")],
+        may_also=frozenset({"OneGroupLagging"}),
+    ),
+    "broker-down": Case(
+        [("CollectorTargetUnreachable", {}, "critical")],
+        fault="broker-b",
+    ),
+    "healthy-busy": Case([]),
+    "dispatch-lag": Case([("DispatchBehind", {"broker": "broker-a"}, "critical")]),
+    "put-latency": Case([("BrokerPutLatencyHigh", {"broker": "broker-b"}, "critical")]),
+}
+
+
+def _collect(sims: dict[str, SimulatorThread], store: ParquetStore) -> datetime:
+    """CYCLES cycles of every scenario's cluster (named after it), all stamped alike; the last time."""
+
+    async def run() -> datetime:
+        async with RemotingClient(default_timeout=TIMEOUT_S, connect_timeout=TIMEOUT_S) as client:
+            admin = AdminClient(client)
+            for i in range(CYCLES):
+                if i:
+                    await asyncio.sleep(INTERVAL_S)
+                now = datetime.now(UTC)
+                results = await asyncio.gather(*(
+                    collect_cluster(admin, name, [sim.namesrv_addr], now, call_timeout=TIMEOUT_S)
+                    for name, sim in sims.items()
+                ))
+                for result in results:
+                    store.append_all(result.rows, now)
+        return now
+
+    return asyncio.run(run())
+
+
+@pytest.fixture(scope="module")
+def played(spark: object, tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[list[Finding], dict[str, str]]]:
+    """Every scenario served at once, collected into one store and evaluated in one Spark job:
+    scenario name → (its firing findings, its broker addresses)."""
+    from spark.evaluate import Evaluator
+
+    root = tmp_path_factory.mktemp("symptoms")
+    with contextlib.ExitStack() as stack:
+        sims = {name: stack.enter_context(SimulatorThread(name, cluster=name, **case.options))
+                for name, case in CASES.items()}
+        for name, case in CASES.items():
+            if case.fault:
+                sims[name].set_fault(case.fault, refuse=True)
+        addrs = {name: sim.broker_addrs for name, sim in sims.items()}
+        first = datetime.now(UTC)
+        now = _collect(sims, ParquetStore(root))
+    # Only rules the cycles can judge: an `over:` window longer than they span would compare with nothing.
+    rules = [r for r in builtin_rules() if r.window() <= now - first]
+    findings = Evaluator(spark, root).evaluate(rules, now, timedelta(seconds=INTERVAL_S * 1.5))
+    firing = [f for f in findings if not f.no_data and f.severity is not None]
+    return {name: ([f for f in firing if f.labels.get("cluster") == name], addrs[name]) for name in CASES}
+
+
+def _show(findings: list[Finding]) -> str:
+    return "\n".join(f"{f.rule} {f.severity} {f.value} {f.labels}" for f in findings) or "(nothing)"
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_symptom_fires_its_rule_with_its_cause(name: str, played: dict) -> None:
+    case = CASES[name]
+    firing, addrs = played[name]
+    for rule, labels, severity in case.expect:
+        hits = [f for f in firing if f.rule == rule and labels.items() <= f.labels.items()]
+        assert hits, f"{name}: expected {rule} {labels}; fired:\n{_show(firing)}"
+        assert any(f.severity == severity for f in hits), f"{name}: {rule} not {severity}:\n{_show(hits)}"
+    if case.fault:
+        assert all(f.labels.get("target") == addrs[case.fault]
+                   for f in firing if f.rule == "CollectorTargetUnreachable"), _show(firing)
+
+    expected = {rule for rule, _, _ in case.expect}
+    stray = [f for f in firing if f.rule not in expected and (f.severity == "critical" or f.rule not in case.may_also)]
+    assert not stray, f"{name}: unexpected findings:\n{_show(stray)}"
+    if name != "all-groups-lagging":  # the healthy peer group is never named
+        assert not [f for f in firing if f.labels.get("group") == GROUP_B], _show(firing)
