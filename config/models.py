@@ -75,6 +75,22 @@ class LogSource(_Strict):
     host: str | None = Field(None, description="host the files come from; default this host")
 
 
+class NamePatterns(_Strict):
+    """Names to collect: globs, or regular expressions prefixed `re:`; empty include means all."""
+
+    include: list[str] = Field(default_factory=list)
+    exclude: list[str] = Field(default_factory=list)
+
+    @field_validator("include", "exclude")
+    @classmethod
+    def _compiles(cls, value: list[str]) -> list[str]:
+        from daemon.collectors.name_filter import compile_pattern
+
+        for pattern in value:
+            compile_pattern(pattern)  # ValueError names the pattern
+        return value
+
+
 class ClusterConfig(_Strict):
     """One RocketMQ cluster to watch, through its name servers, a rocketmq-exporter, or both."""
 
@@ -86,6 +102,19 @@ class ClusterConfig(_Strict):
         default=None, description="scrape this rocketmq-exporter; fills no process_queue (see README)"
     )
     logs: list[LogSource] = Field(default_factory=list, description="broker/client log files to follow")
+    groups: NamePatterns = Field(default_factory=NamePatterns, description="consumer groups to collect")
+    topics: NamePatterns = Field(default_factory=NamePatterns, description="normal topics to collect")
+    system_names: bool = Field(False, description="also collect RocketMQ's own topics and groups (ref §5.1)")
+
+    def selection(self) -> Any:
+        """The collector's Selection for this cluster's patterns."""
+        from daemon.collectors.name_filter import NameFilter, Selection
+
+        return Selection(
+            NameFilter.of(self.groups.include, self.groups.exclude),
+            NameFilter.of(self.topics.include, self.topics.exclude),
+            self.system_names,
+        )
 
     @model_validator(mode="after")
     def _a_source(self) -> ClusterConfig:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
@@ -29,6 +28,7 @@ from daemon.collectors.client_rows import (
     process_queue_rows,
     topic_queue_rows,
 )
+from daemon.collectors.name_filter import Selection, is_system_group
 from daemon.collectors.remoting.admin import AdminClient
 from daemon.collectors.remoting.bodies import (
     ClusterInfo,
@@ -50,26 +50,6 @@ TOPIC_QUEUE = "topic_queue"
 BROKER = "broker"
 
 BROADCASTING = "BROADCASTING"
-
-# Groups the broker or the tools create for themselves (ref §5.1, MixAll): not anyone's consumers.
-SYSTEM_GROUP_NAMES = frozenset(
-    {
-        "TOOLS_CONSUMER",
-        "DEFAULT_CONSUMER",
-        "__MONITOR_CONSUMER",
-        "SELF_TEST_C_GROUP",
-        "FILTERSRV_CONSUMER",
-        "CID_ONS-HTTP-PROXY",
-        "SCHEDULE_CONSUMER",
-        "CID_SYS_RMQ_TRANS",
-    }
-)
-SYSTEM_GROUP_PATTERN = re.compile(r"^(?:CID_RMQ_SYS_|CID_ONSAPI_)")
-
-def is_system_group(group: str) -> bool:
-    """True for groups RocketMQ itself creates (TOOLS_CONSUMER, CID_RMQ_SYS_*, …)."""
-    return group in SYSTEM_GROUP_NAMES or SYSTEM_GROUP_PATTERN.match(group) is not None
-
 
 @dataclass
 class CollectResult:
@@ -94,6 +74,7 @@ class _Cycle:
     now: datetime
     call_timeout: float
     semaphore: asyncio.Semaphore
+    selection: Selection = field(default_factory=Selection)
     health: list[dict[str, Any]] = field(default_factory=list)
     process_queue: list[dict[str, Any]] = field(default_factory=list)
     consumer_queue: list[dict[str, Any]] = field(default_factory=list)
@@ -229,7 +210,7 @@ async def _groups_by_master(cycle: _Cycle, masters: list[tuple[str, str]]) -> di
         configs, _ = await cycle.call(
             addr, code, lambda: cycle.admin.get_subscription_groups(addr, timeout=cycle.call_timeout)
         )
-        return addr, {g for g in (configs or {}) if not is_system_group(g)}
+        return addr, {g for g in (configs or {}) if cycle.selection.group(g, is_system=is_system_group(g))}
 
     return dict(await asyncio.gather(*(one(addr) for _, addr in masters)))
 
@@ -268,7 +249,8 @@ async def _consume_stats(cycle: _Cycle, addr: str, group: str) -> None:
         lambda: cycle.admin.get_consume_stats(addr, group, timeout=cycle.call_timeout),
     )
     if stats is not None:
-        rows = consumer_queue_rows(cycle.cluster, cycle.now, group, stats)
+        rows = [r for r in consumer_queue_rows(cycle.cluster, cycle.now, group, stats)
+                if r["topic_kind"] != "normal" or cycle.selection.topic(r["topic"])]
         cycle.consumer_queue.extend(rows)
         cycle.topics.setdefault(addr, set()).update(r["topic"] for r in rows)
         normal = sorted({r["topic"] for r in rows if r["topic_kind"] == "normal"})
@@ -315,10 +297,12 @@ async def collect_cluster(
     *,
     call_timeout: float,
     concurrency: int = 8,
+    selection: Selection | None = None,
 ) -> CollectResult:
     """Collect one cycle of `cluster_name`: rows per table and a summary; never raises for server trouble."""
     now = now.replace(tzinfo=UTC) if now.tzinfo is None else now.astimezone(UTC)
-    cycle = _Cycle(admin, cluster_name, now, call_timeout, asyncio.Semaphore(max(1, concurrency)))
+    cycle = _Cycle(admin, cluster_name, now, call_timeout, asyncio.Semaphore(max(1, concurrency)),
+                   selection or Selection())
     masters: list[tuple[str, str]] = []
     groups: dict[str, list[str]] = {}
     found: ClusterInfo | None = None

@@ -24,6 +24,7 @@ async def collect_sources(
             await collect_cluster(
                 admin, cluster.name, cluster.namesrv, now,
                 call_timeout=collect.timeout.total_seconds(), concurrency=collect.concurrency,
+                selection=cluster.selection(),
             )
         )
     if cluster.exporter is not None:
