@@ -30,12 +30,10 @@ from daemon.collectors.client_rows import (
 )
 from daemon.collectors.name_filter import Selection, is_system_group
 from daemon.collectors.remoting.admin import AdminClient
-from daemon.collectors.remoting.bodies import (
-    ClusterInfo,
-    ConsumerConnection,
-)
+from daemon.collectors.remoting.bodies import ClusterInfo, ConsumerConnection
 from daemon.collectors.remoting.codes import RequestCode
 from daemon.collectors.remoting.errors import ConsumerNotOnline, RemotingError, TopicNotExist
+from daemon.collectors.topic_list import TopicListCache, groups_of_retry_topics
 
 log = logging.getLogger(__name__)
 
@@ -215,6 +213,21 @@ async def _groups_by_master(cycle: _Cycle, masters: list[tuple[str, str]]) -> di
     return dict(await asyncio.gather(*(one(addr) for _, addr in masters)))
 
 
+async def _retry_topic_groups(cycle: _Cycle, namesrv: list[str], cache: TopicListCache) -> set[str]:
+    """Groups named by %RETRY% topics of the (cached) namesrv topic list, filtered like 201's."""
+    code = RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER
+
+    async def fetch() -> list[str] | None:
+        for ns in namesrv:
+            topics, _ = await cycle.call(ns, code, lambda ns=ns: cycle.admin.get_topic_list(ns, timeout=cycle.call_timeout))
+            if topics is not None:
+                return topics
+        return None
+
+    named = groups_of_retry_topics(await cache.get(namesrv, fetch))
+    return {g for g in named if cycle.selection.group(g, is_system=is_system_group(g))}
+
+
 async def _connections(cycle: _Cycle, group: str, addrs: list[str]) -> tuple[str, ConsumerConnection] | None:
     """The first broker's non-empty connection list of `group`; None when no broker has one."""
     code = RequestCode.GET_CONSUMER_CONNECTION_LIST
@@ -298,8 +311,13 @@ async def collect_cluster(
     call_timeout: float,
     concurrency: int = 8,
     selection: Selection | None = None,
+    topic_lists: TopicListCache | None = None,
 ) -> CollectResult:
-    """Collect one cycle of `cluster_name`: rows per table and a summary; never raises for server trouble."""
+    """Collect one cycle of `cluster_name`: rows per table and a summary; never raises for server trouble.
+
+    `topic_lists` caches the namesrv topic list across cycles (the daemon passes TOPIC_LISTS);
+    without it the list is asked each cycle.
+    """
     now = now.replace(tzinfo=UTC) if now.tzinfo is None else now.astimezone(UTC)
     cycle = _Cycle(admin, cluster_name, now, call_timeout, asyncio.Semaphore(max(1, concurrency)),
                    selection or Selection())
@@ -307,7 +325,8 @@ async def collect_cluster(
     groups: dict[str, list[str]] = {}
     found: ClusterInfo | None = None
     try:
-        found = await _discover(cycle, list(namesrv_addrs))
+        namesrv = list(namesrv_addrs)
+        found = await _discover(cycle, namesrv)
         if found is not None:
             masters = _masters(found, cluster_name)
             runtime = [_broker_runtime(cycle, n, i, a) for n, i, a in _all_addrs(found, cluster_name)]
@@ -315,6 +334,9 @@ async def collect_cluster(
             for _, addr in masters:
                 for group in by_master.get(addr, ()):
                     groups.setdefault(group, []).append(addr)
+            # A group whose config lives elsewhere (auto-created, deleted config) still has a %RETRY% topic.
+            for group in await _retry_topic_groups(cycle, namesrv, topic_lists or TopicListCache(0.0)):
+                groups.setdefault(group, [addr for _, addr in masters])
             await asyncio.gather(
                 *runtime, *(_collect_group(cycle, g, addrs) for g, addrs in sorted(groups.items()))
             )

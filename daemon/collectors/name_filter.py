@@ -30,12 +30,12 @@ SYSTEM_TOPIC_NAMES = frozenset(
         "rmq_sys_REVIVE_LOG",
     }
 )
-SYSTEM_TOPIC_PATTERN = re.compile(r"^(?:rmq_sys_|RMQ_SYS_|%SYS%)")
+SYSTEM_TOPIC_PATTERN = re.compile(r"^(?:rmq_sys_|RMQ_SYS_|%SYS%)|_REPLY_TOPIC$")
 
 
 def is_system_topic(topic: str) -> bool:
     """True for topics RocketMQ itself creates (TBW102, SCHEDULE_TOPIC_XXXX, rmq_sys_*, …)."""
-    return topic in SYSTEM_TOPIC_NAMES or SYSTEM_TOPIC_PATTERN.match(topic) is not None
+    return topic in SYSTEM_TOPIC_NAMES or SYSTEM_TOPIC_PATTERN.search(topic) is not None
 
 
 def compile_pattern(pattern: str) -> re.Pattern[str]:
