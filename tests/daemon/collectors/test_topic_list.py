@@ -56,3 +56,27 @@ def test_a_group_known_only_by_its_retry_topic_is_collected_and_the_topic_list_i
         assert "ordersB" in {r["group"] for r in second.rows["consumer_queue"]}
         asked = [r for res in (first, second) for r in res.rows["collector_health"] if r["call"] == TOPIC_LIST_CALL]
         assert len(asked) == 1 and asked[0]["ok"]
+
+
+def test_a_group_whose_clients_all_left_is_offline_with_its_offsets_still_collected() -> None:
+    with SimulatorThread("healthy", time_scale=0.1, group_a="ordersA", group_b="ordersB") as sim:
+        time.sleep(1.0)  # let consumers commit offsets
+
+        def stop_all(m: object) -> None:
+            for c in list(m.groups["ordersB"].clients):  # type: ignore[attr-defined]
+                m.remove_client("ordersB", c.client_id)  # type: ignore[attr-defined]
+
+        sim.inspect(stop_all)
+
+        async def run() -> CollectResult:
+            async with RemotingClient(default_timeout=2.0) as client:
+                return await collect_cluster(AdminClient(client), "DefaultCluster", [sim.namesrv_addr],
+                                             datetime.now(UTC), call_timeout=2.0)
+
+        result = asyncio.run(run())
+    # 206 CONSUMER_NOT_ONLINE is an answer, not a failure; the offsets make the group offline, not unknown:
+    # consumer_queue rows and no consumer_client rows are what consumer_group's online_clients == 0 reads.
+    assert result.failed_calls == 0
+    assert "ordersB" in {r["group"] for r in result.rows["consumer_queue"]}
+    assert "ordersB" not in {r["group"] for r in result.rows["consumer_client"]}
+    assert "1 online, 1 offline" in result.summary
