@@ -91,6 +91,21 @@ class NamePatterns(_Strict):
         return value
 
 
+class RemotingSecurity(_Strict):
+    """ACL account and TLS for a cluster's name servers and brokers (ref §1.5)."""
+
+    access_key: str | None = Field(None, description="ACL access key; the secret comes from secret_key_env")
+    secret_key_env: str | None = Field(None, description="environment variable or systemd credential with the secret")
+    tls: bool = Field(False, description="speak TLS (brokers with tlsMode permissive or enforcing)")
+    tls_ca_file: Path | None = Field(None, description="CA bundle for the brokers' certificates; default system CAs")
+
+    @model_validator(mode="after")
+    def _secret_named(self) -> RemotingSecurity:
+        if (self.access_key is None) != (self.secret_key_env is None):
+            raise ValueError("give access_key and secret_key_env together (the secret is never written in the file)")
+        return self
+
+
 class ClusterConfig(_Strict):
     """One RocketMQ cluster to watch, through its name servers, a rocketmq-exporter, or both."""
 
@@ -105,6 +120,7 @@ class ClusterConfig(_Strict):
     groups: NamePatterns = Field(default_factory=NamePatterns, description="consumer groups to collect")
     topics: NamePatterns = Field(default_factory=NamePatterns, description="normal topics to collect")
     system_names: bool = Field(False, description="also collect RocketMQ's own topics and groups (ref §5.1)")
+    security: RemotingSecurity | None = Field(None, description="ACL signing and TLS towards this cluster")
 
     def selection(self) -> Any:
         """The collector's Selection for this cluster's patterns."""

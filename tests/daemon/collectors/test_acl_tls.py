@@ -94,3 +94,24 @@ def test_tls_broker_is_collected_over_tls_and_an_untrusted_one_is_named(cert: tu
                     await AdminClient(client).get_broker_runtime_info(server.addr)
 
     asyncio.run(run())
+
+
+def test_cluster_security_config_gives_a_signing_client_and_names_a_missing_secret() -> None:
+    from config.models import ClusterConfig
+    from daemon.collectors.security import client_options
+
+    cluster = ClusterConfig.model_validate({
+        "name": "c", "namesrv": "127.0.0.1:9876",
+        "security": {"access_key": "monitor", "secret_key_env": "RW_ACL_SECRET"},
+    })
+    options = client_options(cluster.security, {"RW_ACL_SECRET": SECRET})
+
+    async def run() -> None:
+        async with FakeServer(acl_broker) as server, RemotingClient(default_timeout=2.0, **options) as client:
+            assert (await AdminClient(client).get_broker_runtime_info(server.addr))["brokerVersion"] == "407"
+
+    asyncio.run(run())
+    with pytest.raises(ValueError, match="RW_ACL_SECRET is not set"):
+        client_options(cluster.security, {})
+    with pytest.raises(ValueError, match="together"):
+        ClusterConfig.model_validate({"name": "c", "namesrv": "h:1", "security": {"access_key": "monitor"}})
