@@ -120,16 +120,18 @@ class ClusterConfig(_Strict):
     groups: NamePatterns = Field(default_factory=NamePatterns, description="consumer groups to collect")
     topics: NamePatterns = Field(default_factory=NamePatterns, description="normal topics to collect")
     system_names: bool = Field(False, description="also collect RocketMQ's own topics and groups (ref §5.1)")
+    jstack_groups: list[str] = Field(default_factory=list, description="groups (patterns) whose clients send a jstack")
     security: RemotingSecurity | None = Field(None, description="ACL signing and TLS towards this cluster")
 
     def selection(self) -> Any:
         """The collector's Selection for this cluster's patterns."""
-        from daemon.collectors.name_filter import NameFilter, Selection
+        from daemon.collectors.name_filter import NameFilter, Selection, compile_pattern
 
         return Selection(
             NameFilter.of(self.groups.include, self.groups.exclude),
             NameFilter.of(self.topics.include, self.topics.exclude),
             self.system_names,
+            tuple(compile_pattern(p) for p in self.jstack_groups),
         )
 
     @model_validator(mode="after")

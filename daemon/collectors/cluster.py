@@ -1,11 +1,9 @@
-"""One collection cycle of one cluster over the remoting protocol (DESIGN §5, ref §2, §3.6, §3.7).
+"""One collection cycle of one cluster over the remoting protocol (DESIGN §5, ref §2, §3.6-3.7, §8).
 
-Discovery runs every cycle: cluster info (106) → master brokers; each master's subscription
-groups (201) minus system groups → groups; per group the connection list (203) → online clients;
-per client its running info (307) → `process_queue` rows; per master × group consume stats (208)
-→ `consumer_queue` rows. Every call yields a `collector_health` row. A failing or slow server
-costs at most `call_timeout` and leaves partial rows; nothing raises out of `collect_cluster`.
-The daemon never heartbeats and never pulls (ref §8).
+Cluster info (106) → brokers; groups from 201 and %RETRY% topics (206, cached), filtered by the
+Selection; per group 203 → clients, 307 → process_queue/consumer_status (+ thread_dump if asked),
+208/303 → consumer_queue; 202 → topic_queue; 28 → broker. Every call yields a collector_health row;
+a bad server costs at most `call_timeout`; nothing raises out. Never heartbeats, never pulls.
 """
 
 from __future__ import annotations
@@ -26,6 +24,7 @@ from daemon.collectors.client_rows import (
     consumer_queue_rows,
     consumer_status_rows,
     process_queue_rows,
+    thread_dump_rows,
     topic_queue_rows,
 )
 from daemon.collectors.name_filter import Selection, is_system_group
@@ -33,7 +32,7 @@ from daemon.collectors.remoting.admin import AdminClient
 from daemon.collectors.remoting.bodies import ClusterInfo, ConsumerConnection
 from daemon.collectors.remoting.codes import RequestCode
 from daemon.collectors.remoting.errors import ConsumerNotOnline, RemotingError, TopicNotExist
-from daemon.collectors.topic_list import TopicListCache, groups_of_retry_topics
+from daemon.collectors.topic_list import TopicListCache, retry_topic_groups
 
 log = logging.getLogger(__name__)
 
@@ -80,6 +79,7 @@ class _Cycle:
     consumer_client: list[dict[str, Any]] = field(default_factory=list)
     topic_queue: list[dict[str, Any]] = field(default_factory=list)
     broker: list[dict[str, Any]] = field(default_factory=list)
+    thread_dump: list[dict[str, Any]] = field(default_factory=list)
     # Topics worth a GET_TOPIC_STATS_INFO per master: those the groups consume or subscribe.
     topics: dict[str, set[str]] = field(default_factory=dict)
     online_groups: set[str] = field(default_factory=set)
@@ -213,21 +213,6 @@ async def _groups_by_master(cycle: _Cycle, masters: list[tuple[str, str]]) -> di
     return dict(await asyncio.gather(*(one(addr) for _, addr in masters)))
 
 
-async def _retry_topic_groups(cycle: _Cycle, namesrv: list[str], cache: TopicListCache) -> set[str]:
-    """Groups named by %RETRY% topics of the (cached) namesrv topic list, filtered like 201's."""
-    code = RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER
-
-    async def fetch() -> list[str] | None:
-        for ns in namesrv:
-            topics, _ = await cycle.call(ns, code, lambda ns=ns: cycle.admin.get_topic_list(ns, timeout=cycle.call_timeout))
-            if topics is not None:
-                return topics
-        return None
-
-    named = groups_of_retry_topics(await cache.get(namesrv, fetch))
-    return {g for g in named if cycle.selection.group(g, is_system=is_system_group(g))}
-
-
 async def _connections(cycle: _Cycle, group: str, addrs: list[str]) -> tuple[str, ConsumerConnection] | None:
     """The first broker's non-empty connection list of `group`; None when no broker has one."""
     code = RequestCode.GET_CONSUMER_CONNECTION_LIST
@@ -248,8 +233,11 @@ async def _running_info(cycle: _Cycle, addr: str, group: str, client_id: str) ->
     info, _ = await cycle.call(
         addr,
         RequestCode.GET_CONSUMER_RUNNING_INFO,
-        lambda: cycle.admin.get_consumer_running_info(addr, group, client_id, timeout=cycle.call_timeout),
+        lambda: cycle.admin.get_consumer_running_info(
+            addr, group, client_id, cycle.selection.wants_jstack(group), timeout=cycle.call_timeout),
     )
+    if info is not None and info.jstack:
+        cycle.thread_dump.extend(thread_dump_rows(cycle.cluster, cycle.now, group, client_id, info.jstack))
     if info is not None:
         cycle.process_queue.extend(process_queue_rows(cycle.cluster, cycle.now, group, client_id, info))
         cycle.consumer_status.extend(consumer_status_rows(cycle.cluster, cycle.now, group, client_id, info))
@@ -335,7 +323,7 @@ async def collect_cluster(
                 for group in by_master.get(addr, ()):
                     groups.setdefault(group, []).append(addr)
             # A group whose config lives elsewhere (auto-created, deleted config) still has a %RETRY% topic.
-            for group in await _retry_topic_groups(cycle, namesrv, topic_lists or TopicListCache(0.0)):
+            for group in await retry_topic_groups(cycle, namesrv, topic_lists or TopicListCache(0.0)):
                 groups.setdefault(group, [addr for _, addr in masters])
             await asyncio.gather(
                 *runtime, *(_collect_group(cycle, g, addrs) for g, addrs in sorted(groups.items()))
@@ -372,6 +360,8 @@ def _result(
         CONSUMER_CLIENT: cycle.consumer_client,
         TOPIC_QUEUE: cycle.topic_queue,
         BROKER: cycle.broker,
+        # Only groups in jstack_groups send a jstack: no table at all for most clusters.
+        **({"thread_dump": cycle.thread_dump} if cycle.thread_dump else {}),
         COLLECTOR_HEALTH: cycle.health,
     }
     if not discovered:

@@ -75,6 +75,12 @@ class Selection:
     groups: NameFilter = field(default_factory=NameFilter)
     topics: NameFilter = field(default_factory=NameFilter)
     system: bool = False
+    # Groups whose clients are asked for a jstack (costly for the client): none unless configured.
+    jstack: tuple[re.Pattern[str], ...] = ()
+
+    def wants_jstack(self, group: str) -> bool:
+        """True when `group` is configured in jstack_groups."""
+        return any(p.match(group) for p in self.jstack)
 
     def group(self, group: str, *, is_system: bool) -> bool:
         """True when the cycle collects `group`."""

@@ -9,6 +9,10 @@ from __future__ import annotations
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Any
+
+from daemon.collectors.name_filter import is_system_group
+from daemon.collectors.remoting.codes import RequestCode
 
 RETRY_PREFIX = "%RETRY%"
 DEFAULT_REFRESH_S = 300.0
@@ -42,6 +46,21 @@ class TopicListCache:
             return cached[1] if cached is not None else []
         self.entries[key] = (now, topics)
         return topics
+
+
+async def retry_topic_groups(cycle: Any, namesrv: list[str], cache: TopicListCache) -> set[str]:
+    """Groups named by %RETRY% topics of the (cached) namesrv topic list, filtered like 201's."""
+    code = RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER
+
+    async def fetch() -> list[str] | None:
+        for ns in namesrv:
+            topics, _ = await cycle.call(ns, code, lambda ns=ns: cycle.admin.get_topic_list(ns, timeout=cycle.call_timeout))
+            if topics is not None:
+                return topics
+        return None
+
+    named = groups_of_retry_topics(await cache.get(namesrv, fetch))
+    return {g for g in named if cycle.selection.group(g, is_system=is_system_group(g))}
 
 
 # One per process: the daemon's cycles and `collect --once` share it.
