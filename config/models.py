@@ -75,6 +75,37 @@ class LogSource(_Strict):
     host: str | None = Field(None, description="host the files come from; default this host")
 
 
+class NamePatterns(_Strict):
+    """Names to collect: globs, or regular expressions prefixed `re:`; empty include means all."""
+
+    include: list[str] = Field(default_factory=list)
+    exclude: list[str] = Field(default_factory=list)
+
+    @field_validator("include", "exclude")
+    @classmethod
+    def _compiles(cls, value: list[str]) -> list[str]:
+        from daemon.collectors.name_filter import compile_pattern
+
+        for pattern in value:
+            compile_pattern(pattern)  # ValueError names the pattern
+        return value
+
+
+class RemotingSecurity(_Strict):
+    """ACL account and TLS for a cluster's name servers and brokers (ref §1.5)."""
+
+    access_key: str | None = Field(None, description="ACL access key; the secret comes from secret_key_env")
+    secret_key_env: str | None = Field(None, description="environment variable or systemd credential with the secret")
+    tls: bool = Field(False, description="speak TLS (brokers with tlsMode permissive or enforcing)")
+    tls_ca_file: Path | None = Field(None, description="CA bundle for the brokers' certificates; default system CAs")
+
+    @model_validator(mode="after")
+    def _secret_named(self) -> RemotingSecurity:
+        if (self.access_key is None) != (self.secret_key_env is None):
+            raise ValueError("give access_key and secret_key_env together (the secret is never written in the file)")
+        return self
+
+
 class ClusterConfig(_Strict):
     """One RocketMQ cluster to watch, through its name servers, a rocketmq-exporter, or both."""
 
@@ -86,6 +117,22 @@ class ClusterConfig(_Strict):
         default=None, description="scrape this rocketmq-exporter; fills no process_queue (see README)"
     )
     logs: list[LogSource] = Field(default_factory=list, description="broker/client log files to follow")
+    groups: NamePatterns = Field(default_factory=NamePatterns, description="consumer groups to collect")
+    topics: NamePatterns = Field(default_factory=NamePatterns, description="normal topics to collect")
+    system_names: bool = Field(False, description="also collect RocketMQ's own topics and groups (ref §5.1)")
+    jstack_groups: list[str] = Field(default_factory=list, description="groups (patterns) whose clients send a jstack")
+    security: RemotingSecurity | None = Field(None, description="ACL signing and TLS towards this cluster")
+
+    def selection(self) -> Any:
+        """The collector's Selection for this cluster's patterns."""
+        from daemon.collectors.name_filter import NameFilter, Selection, compile_pattern
+
+        return Selection(
+            NameFilter.of(self.groups.include, self.groups.exclude),
+            NameFilter.of(self.topics.include, self.topics.exclude),
+            self.system_names,
+            tuple(compile_pattern(p) for p in self.jstack_groups),
+        )
 
     @model_validator(mode="after")
     def _a_source(self) -> ClusterConfig:

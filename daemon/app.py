@@ -24,6 +24,7 @@ from daemon.alerts.value_history import ValueHistory
 from daemon.collectors.logs import LogsCollector
 from daemon.collectors.remoting.admin import AdminClient
 from daemon.collectors.remoting.client import RemotingClient
+from daemon.collectors.security import client_options
 from daemon.collectors.sources import collect_sources
 from daemon.cycles import CycleRecord, CycleStats
 from daemon.http.server import start_http
@@ -67,6 +68,8 @@ class Daemon:
         self.rulebook: Rulebook = load_rulebook(config)
         self.client = RemotingClient()
         self.admin = AdminClient(self.client)
+        # Clusters with ACL or TLS get their own client: credentials and TLS are per connection.
+        self.secure_clients: dict[str, AdminClient] = {}
         self.db: StateDB | None = None
         self.scheduler = AsyncIOScheduler(timezone="UTC")
         self._evaluator = None
@@ -116,6 +119,8 @@ class Daemon:
             if self._http is not None:
                 await self._http.cleanup()
             await self.client.close()
+            for secure in self.secure_clients.values():
+                await secure.client.close()
             if self.db is not None:
                 self.db.close()
             self.lock.release()
@@ -234,7 +239,12 @@ class Daemon:
         logs = self.log_collectors.get(cluster.name)
         if logs is None and cluster.logs:
             logs = self.log_collectors[cluster.name] = LogsCollector(cluster.name, cluster.logs)
-        result = await collect_sources(self.admin, cluster, self.config.collect, now, logs)
+        admin = self.admin
+        if cluster.security is not None:
+            if cluster.name not in self.secure_clients:
+                self.secure_clients[cluster.name] = AdminClient(RemotingClient(**client_options(cluster.security)))
+            admin = self.secure_clients[cluster.name]
+        result = await collect_sources(admin, cluster, self.config.collect, now, logs)
         written = await asyncio.to_thread(self.store.append_all, result.rows, now)
         elapsed = time.monotonic() - started
         self.metrics.observe_collect(cluster.name, elapsed, written, result.rows.get("collector_health", []))

@@ -119,7 +119,7 @@ def cmd_collect(args: argparse.Namespace) -> int:
         except ConfigLoadError as exc:
             print(exc, file=sys.stderr)
             return 1
-        targets = [ClusterTarget(c.name, c.namesrv) for c in config.clusters]
+        targets = [ClusterTarget(c.name, c.namesrv, c.selection()) for c in config.clusters]
         timeout, concurrency = config.collect.timeout.total_seconds(), config.collect.concurrency
         store = store or config.store
     elif not args.namesrv:

@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from daemon.collectors.cluster import CollectResult, collect_cluster
+from daemon.collectors.name_filter import Selection
 from daemon.collectors.remoting.admin import AdminClient
 from daemon.collectors.remoting.client import RemotingClient
 from daemon.collectors.remoting.errors import RemotingError
@@ -19,6 +20,7 @@ class ClusterTarget:
 
     name: str
     namesrv: list[str]
+    selection: Selection | None = None
 
 
 async def discover_clusters(admin: AdminClient, namesrv: list[str], timeout: float) -> list[ClusterTarget]:
@@ -53,7 +55,8 @@ async def collect_once(
         for target in targets:
             now = datetime.now(UTC)
             result = await collect_cluster(
-                admin, target.name, target.namesrv, now, call_timeout=timeout, concurrency=concurrency
+                admin, target.name, target.namesrv, now, call_timeout=timeout, concurrency=concurrency,
+                selection=target.selection,
             )
             written = store.append_all(result.rows, now)
             results.append((target, result, written))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from datetime import datetime
 from typing import Any
 
@@ -126,3 +127,18 @@ def consumer_queue_rows(cluster: str, now: datetime, group: str, stats: ConsumeS
             }
         )
     return rows
+
+
+def thread_dump_rows(cluster: str, now: datetime, group: str, client_id: str, jstack: str) -> list[dict[str, Any]]:
+    """thread_dump rows from a client's running-info jstack text: state, top frame, stack hash per thread."""
+    from daemon.diagnose.threads import parse_any
+
+    return [
+        {
+            "ts": now, "cluster": cluster, "group": group, "client_id": client_id, "thread": t.name,
+            "state": t.state, "top_frame": t.frames[0] if t.frames else None,
+            # Same stack in two dumps → same hash: the rules see a thread stuck in one place.
+            "stack_hash": hashlib.sha1("\n".join(t.frames).encode()).hexdigest()[:16],
+        }
+        for t in parse_any(jstack).values()
+    ]

@@ -1,18 +1,15 @@
-"""One collection cycle of one cluster over the remoting protocol (DESIGN §5, ref §2, §3.6, §3.7).
+"""One collection cycle of one cluster over the remoting protocol (DESIGN §5, ref §2, §3.6-3.7, §8).
 
-Discovery runs every cycle: cluster info (106) → master brokers; each master's subscription
-groups (201) minus system groups → groups; per group the connection list (203) → online clients;
-per client its running info (307) → `process_queue` rows; per master × group consume stats (208)
-→ `consumer_queue` rows. Every call yields a `collector_health` row. A failing or slow server
-costs at most `call_timeout` and leaves partial rows; nothing raises out of `collect_cluster`.
-The daemon never heartbeats and never pulls (ref §8).
+Cluster info (106) → brokers; groups from 201 and %RETRY% topics (206, cached), filtered by the
+Selection; per group 203 → clients, 307 → process_queue/consumer_status (+ thread_dump if asked),
+208/303 → consumer_queue; 202 → topic_queue; 28 → broker. Every call yields a collector_health row;
+a bad server costs at most `call_timeout`; nothing raises out. Never heartbeats, never pulls.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import re
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
@@ -27,15 +24,15 @@ from daemon.collectors.client_rows import (
     consumer_queue_rows,
     consumer_status_rows,
     process_queue_rows,
+    thread_dump_rows,
     topic_queue_rows,
 )
+from daemon.collectors.name_filter import Selection, is_system_group
 from daemon.collectors.remoting.admin import AdminClient
-from daemon.collectors.remoting.bodies import (
-    ClusterInfo,
-    ConsumerConnection,
-)
+from daemon.collectors.remoting.bodies import ClusterInfo, ConsumerConnection
 from daemon.collectors.remoting.codes import RequestCode
 from daemon.collectors.remoting.errors import ConsumerNotOnline, RemotingError, TopicNotExist
+from daemon.collectors.topic_list import TopicListCache, retry_topic_groups
 
 log = logging.getLogger(__name__)
 
@@ -50,26 +47,6 @@ TOPIC_QUEUE = "topic_queue"
 BROKER = "broker"
 
 BROADCASTING = "BROADCASTING"
-
-# Groups the broker or the tools create for themselves (ref §5.1, MixAll): not anyone's consumers.
-SYSTEM_GROUP_NAMES = frozenset(
-    {
-        "TOOLS_CONSUMER",
-        "DEFAULT_CONSUMER",
-        "__MONITOR_CONSUMER",
-        "SELF_TEST_C_GROUP",
-        "FILTERSRV_CONSUMER",
-        "CID_ONS-HTTP-PROXY",
-        "SCHEDULE_CONSUMER",
-        "CID_SYS_RMQ_TRANS",
-    }
-)
-SYSTEM_GROUP_PATTERN = re.compile(r"^(?:CID_RMQ_SYS_|CID_ONSAPI_)")
-
-def is_system_group(group: str) -> bool:
-    """True for groups RocketMQ itself creates (TOOLS_CONSUMER, CID_RMQ_SYS_*, …)."""
-    return group in SYSTEM_GROUP_NAMES or SYSTEM_GROUP_PATTERN.match(group) is not None
-
 
 @dataclass
 class CollectResult:
@@ -94,6 +71,7 @@ class _Cycle:
     now: datetime
     call_timeout: float
     semaphore: asyncio.Semaphore
+    selection: Selection = field(default_factory=Selection)
     health: list[dict[str, Any]] = field(default_factory=list)
     process_queue: list[dict[str, Any]] = field(default_factory=list)
     consumer_queue: list[dict[str, Any]] = field(default_factory=list)
@@ -101,6 +79,7 @@ class _Cycle:
     consumer_client: list[dict[str, Any]] = field(default_factory=list)
     topic_queue: list[dict[str, Any]] = field(default_factory=list)
     broker: list[dict[str, Any]] = field(default_factory=list)
+    thread_dump: list[dict[str, Any]] = field(default_factory=list)
     # Topics worth a GET_TOPIC_STATS_INFO per master: those the groups consume or subscribe.
     topics: dict[str, set[str]] = field(default_factory=dict)
     online_groups: set[str] = field(default_factory=set)
@@ -229,7 +208,7 @@ async def _groups_by_master(cycle: _Cycle, masters: list[tuple[str, str]]) -> di
         configs, _ = await cycle.call(
             addr, code, lambda: cycle.admin.get_subscription_groups(addr, timeout=cycle.call_timeout)
         )
-        return addr, {g for g in (configs or {}) if not is_system_group(g)}
+        return addr, {g for g in (configs or {}) if cycle.selection.group(g, is_system=is_system_group(g))}
 
     return dict(await asyncio.gather(*(one(addr) for _, addr in masters)))
 
@@ -254,8 +233,11 @@ async def _running_info(cycle: _Cycle, addr: str, group: str, client_id: str) ->
     info, _ = await cycle.call(
         addr,
         RequestCode.GET_CONSUMER_RUNNING_INFO,
-        lambda: cycle.admin.get_consumer_running_info(addr, group, client_id, timeout=cycle.call_timeout),
+        lambda: cycle.admin.get_consumer_running_info(
+            addr, group, client_id, cycle.selection.wants_jstack(group), timeout=cycle.call_timeout),
     )
+    if info is not None and info.jstack:
+        cycle.thread_dump.extend(thread_dump_rows(cycle.cluster, cycle.now, group, client_id, info.jstack))
     if info is not None:
         cycle.process_queue.extend(process_queue_rows(cycle.cluster, cycle.now, group, client_id, info))
         cycle.consumer_status.extend(consumer_status_rows(cycle.cluster, cycle.now, group, client_id, info))
@@ -268,7 +250,8 @@ async def _consume_stats(cycle: _Cycle, addr: str, group: str) -> None:
         lambda: cycle.admin.get_consume_stats(addr, group, timeout=cycle.call_timeout),
     )
     if stats is not None:
-        rows = consumer_queue_rows(cycle.cluster, cycle.now, group, stats)
+        rows = [r for r in consumer_queue_rows(cycle.cluster, cycle.now, group, stats)
+                if r["topic_kind"] != "normal" or cycle.selection.topic(r["topic"])]
         cycle.consumer_queue.extend(rows)
         cycle.topics.setdefault(addr, set()).update(r["topic"] for r in rows)
         normal = sorted({r["topic"] for r in rows if r["topic_kind"] == "normal"})
@@ -315,15 +298,23 @@ async def collect_cluster(
     *,
     call_timeout: float,
     concurrency: int = 8,
+    selection: Selection | None = None,
+    topic_lists: TopicListCache | None = None,
 ) -> CollectResult:
-    """Collect one cycle of `cluster_name`: rows per table and a summary; never raises for server trouble."""
+    """Collect one cycle of `cluster_name`: rows per table and a summary; never raises for server trouble.
+
+    `topic_lists` caches the namesrv topic list across cycles (the daemon passes TOPIC_LISTS);
+    without it the list is asked each cycle.
+    """
     now = now.replace(tzinfo=UTC) if now.tzinfo is None else now.astimezone(UTC)
-    cycle = _Cycle(admin, cluster_name, now, call_timeout, asyncio.Semaphore(max(1, concurrency)))
+    cycle = _Cycle(admin, cluster_name, now, call_timeout, asyncio.Semaphore(max(1, concurrency)),
+                   selection or Selection())
     masters: list[tuple[str, str]] = []
     groups: dict[str, list[str]] = {}
     found: ClusterInfo | None = None
     try:
-        found = await _discover(cycle, list(namesrv_addrs))
+        namesrv = list(namesrv_addrs)
+        found = await _discover(cycle, namesrv)
         if found is not None:
             masters = _masters(found, cluster_name)
             runtime = [_broker_runtime(cycle, n, i, a) for n, i, a in _all_addrs(found, cluster_name)]
@@ -331,6 +322,9 @@ async def collect_cluster(
             for _, addr in masters:
                 for group in by_master.get(addr, ()):
                     groups.setdefault(group, []).append(addr)
+            # A group whose config lives elsewhere (auto-created, deleted config) still has a %RETRY% topic.
+            for group in await retry_topic_groups(cycle, namesrv, topic_lists or TopicListCache(0.0)):
+                groups.setdefault(group, [addr for _, addr in masters])
             await asyncio.gather(
                 *runtime, *(_collect_group(cycle, g, addrs) for g, addrs in sorted(groups.items()))
             )
@@ -366,6 +360,8 @@ def _result(
         CONSUMER_CLIENT: cycle.consumer_client,
         TOPIC_QUEUE: cycle.topic_queue,
         BROKER: cycle.broker,
+        # Only groups in jstack_groups send a jstack: no table at all for most clusters.
+        **({"thread_dump": cycle.thread_dump} if cycle.thread_dump else {}),
         COLLECTOR_HEALTH: cycle.health,
     }
     if not discovered:

@@ -11,6 +11,7 @@ from daemon.collectors.cluster import CollectResult, collect_cluster
 from daemon.collectors.exporter import collect_exporter
 from daemon.collectors.logs import LogsCollector
 from daemon.collectors.remoting.admin import AdminClient
+from daemon.collectors.topic_list import TOPIC_LISTS
 
 
 async def collect_sources(
@@ -24,6 +25,7 @@ async def collect_sources(
             await collect_cluster(
                 admin, cluster.name, cluster.namesrv, now,
                 call_timeout=collect.timeout.total_seconds(), concurrency=collect.concurrency,
+                selection=cluster.selection(), topic_lists=TOPIC_LISTS,
             )
         )
     if cluster.exporter is not None:

@@ -28,6 +28,7 @@ from daemon.collectors.remoting.bodies import (
     decode_group_list,
     decode_kv_table,
     decode_subscription_groups,
+    decode_topic_list,
     decode_topic_route,
     decode_topic_stats,
 )
@@ -83,6 +84,12 @@ class AdminClient:
             namesrv, code, {"topic": topic}, role=NAMESRV, context=f"topic {topic}", timeout=timeout
         )
         return self._decode(namesrv, code, response, decode_topic_route)
+
+    async def get_topic_list(self, namesrv: str, *, timeout: float | None = None) -> list[str]:
+        """GET_ALL_TOPIC_LIST_FROM_NAMESERVER (206): every topic; the namesrv logs a WARN per call, so cache it."""
+        code = RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER
+        response = await self._call(namesrv, code, None, role=NAMESRV, context="", timeout=timeout)
+        return self._decode(namesrv, code, response, decode_topic_list)
 
     async def get_subscription_groups(
         self, broker_addr: str, *, timeout: float | None = None

@@ -152,6 +152,15 @@ def decode_topic_route(body: bytes | str) -> TopicRouteData:
     return TopicRouteData(brokers, queues)
 
 
+# ---- 206 GET_ALL_TOPIC_LIST_FROM_NAMESERVER ----
+
+
+def decode_topic_list(body: bytes | str) -> list[str]:
+    """Topic names of a TopicList (206) body, sorted; includes %RETRY%/%DLQ% and system topics."""
+    root = root_object(body, "TopicList")
+    return sorted(as_str(t) for t in as_list(root.get("topicList"), "topicList"))
+
+
 # ---- 201 GET_ALL_SUBSCRIPTIONGROUP_CONFIG ----
 
 

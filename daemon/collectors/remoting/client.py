@@ -12,9 +12,11 @@ import asyncio
 import contextlib
 import itertools
 import logging
+import ssl
 import time
 from dataclasses import dataclass, field
 
+from daemon.collectors.remoting.acl import AclCredentials, signed_fields
 from daemon.collectors.remoting.codes import CLIENT_VERSION, request_name
 from daemon.collectors.remoting.errors import (
     RemotingConnectError,
@@ -87,6 +89,8 @@ class RemotingClient:
         language: str = "PYTHON",
         version: int = CLIENT_VERSION,
         serialize_type: int = JSON,
+        credentials: AclCredentials | None = None,
+        ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         self.max_frame = max_frame
         self.default_timeout = default_timeout
@@ -94,6 +98,9 @@ class RemotingClient:
         self.language = language
         self.version = version
         self.serialize_type = serialize_type
+        self.credentials = credentials
+        # Brokers in tlsMode permissive or enforcing accept TLS on the same port (ref §1.5).
+        self.ssl_context = ssl_context
         self._conns: dict[str, _Connection] = {}
         self._locks: dict[str, asyncio.Lock] = {}
         self._opaque = itertools.count()
@@ -122,11 +129,13 @@ class RemotingClient:
             host, port = split_addr(addr)
             wait = max(0.0, min(self.connect_timeout, deadline - time.monotonic()))
             try:
-                reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port), wait)
+                reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port, ssl=self.ssl_context), wait)
             except TimeoutError:
                 raise RemotingConnectError(addr, f"no TCP connection within {wait:.3g} s") from None
             except ConnectionRefusedError:
                 raise RemotingConnectError(addr, "connection refused (nothing listens there)") from None
+            except ssl.SSLError as exc:
+                raise RemotingConnectError(addr, f"TLS handshake failed: {exc.reason or exc}") from None
             except OSError as exc:
                 raise RemotingConnectError(addr, exc.strerror or str(exc)) from None
             conn = _Connection(addr, reader, writer)
@@ -178,6 +187,10 @@ class RemotingClient:
         if self._conns.get(conn.addr) is conn:
             del self._conns[conn.addr]
 
+    def _fields(self, ext_fields: dict[str, str] | None, body: bytes) -> dict[str, str]:
+        fields = {k: str(v) for k, v in (ext_fields or {}).items()}
+        return fields if self.credentials is None else signed_fields(fields, body, self.credentials)
+
     async def invoke(
         self,
         addr: str,
@@ -196,7 +209,7 @@ class RemotingClient:
             opaque=opaque,
             language=self.language,
             version=self.version,
-            ext_fields={k: str(v) for k, v in (ext_fields or {}).items()},
+            ext_fields=self._fields(ext_fields, body),
             body=body,
             serialize_type=self.serialize_type,
         )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ssl
 from collections.abc import Awaitable, Callable
 
 from daemon.collectors.remoting.frame import FLAG_RESPONSE, RemotingCommand, encode, read_command
@@ -40,8 +41,9 @@ def response_bytes(
 class FakeServer:
     """Accepts connections, reads frames, hands each request to `handler` (run as its own task)."""
 
-    def __init__(self, handler: Handler) -> None:
+    def __init__(self, handler: Handler, ssl_context: ssl.SSLContext | None = None) -> None:
         self.handler = handler
+        self.ssl_context = ssl_context
         self.requests: list[RemotingCommand] = []
         self.connections = 0
         self._server: asyncio.Server | None = None
@@ -49,7 +51,7 @@ class FakeServer:
         self.addr = ""
 
     async def __aenter__(self) -> FakeServer:
-        self._server = await asyncio.start_server(self._accept, "127.0.0.1", 0)
+        self._server = await asyncio.start_server(self._accept, "127.0.0.1", 0, ssl=self.ssl_context)
         port = self._server.sockets[0].getsockname()[1]
         self.addr = f"127.0.0.1:{port}"
         return self

@@ -63,6 +63,10 @@ class FakeAdmin:
         await self._fault("106", namesrv, RequestCode.GET_BROKER_CLUSTER_INFO, namesrv)
         return bodies.decode_cluster_info(body(f"{self.rnd}_106_GET_BROKER_CLUSTER_INFO"))
 
+    async def get_topic_list(self, namesrv: str, *, timeout: float | None = None) -> list[str]:
+        await self._fault("206", namesrv, RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER, namesrv)
+        return bodies.decode_topic_list(body(f"{self.rnd}_206_GET_ALL_TOPIC_LIST_FROM_NAMESERVER"))
+
     async def get_subscription_groups(self, addr: str, *, timeout: float | None = None) -> Any:
         await self._fault("201", addr, RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG, addr)
         return bodies.decode_subscription_groups(body(f"{self.rnd}_201_GET_ALL_SUBSCRIPTIONGROUP_CONFIG"))
@@ -138,8 +142,8 @@ def test_full_cycle_from_captures(rnd: str, tmp_path: Any) -> None:
     assert {key for call, key in admin.calls if call == "202"} == {
         "OrderTopic", "AuditTopic", *(f"%RETRY%{g}" for g in groups), *(f"%DLQ%{g}" for g in groups)
     }
-    # + one 303 per group and normal topic it consumes (4).
-    assert result.calls == 29 and result.failed_calls == 0
+    # + one 303 per group and normal topic it consumes (4) + the namesrv topic list (206).
+    assert result.calls == 30 and result.failed_calls == 0
     assert all(r["ok"] and r["error"] is None for r in result.rows[COLLECTOR_HEALTH])
     assert {r["target"] for r in result.rows[COLLECTOR_HEALTH]} == {NAMESRV, BROKER}
 
@@ -286,7 +290,9 @@ def test_failing_broker_and_bugs_never_escape() -> None:
     admin = FakeAdmin()
     admin.faults[("201", BROKER)] = RemotingTimeout(BROKER, 201, 0.2)
     result = collect(admin)
-    assert result.groups == 0 and result.calls == 3 and result.failed_calls == 1
+    # The groups are still found from the namesrv's %RETRY% topics and collected.
+    assert result.groups == 4 and result.failed_calls == 1
+    assert {r["group"] for r in result.rows[CONSUMER_QUEUE]} == set(PIDS)
     assert len(result.rows["broker"]) == 1  # the broker runtime call does not depend on the groups
 
 
