@@ -1,0 +1,134 @@
+"""Benchmark: the whole built-in pack at 16k / 160k (/ 1.6M) queue series, 15 minutes at 30 s, warm session.
+
+Run with `make bench`; writes bench/results/scale.json and scale.md. Sizes via BENCH_SIZES
+(comma-separated series counts, default 16000,160000); BENCH_LARGE=1 adds 1,600,000 (the store
+alone is ~1.5 GB and takes minutes to write). BENCH_RUNS timed evaluations per size (default 3).
+DuckDB runs the threshold rules' core query (newest sample per series in the lookback, compared
+with a level) on the same Parquet files, as a reference point for scan + window cost.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import resource
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import pyarrow.parquet as pq  # noqa: E402
+
+from bench.store_gen import write_store  # noqa: E402
+from rules.loader import load_rule_files  # noqa: E402
+from spark.evaluate import Evaluator  # noqa: E402
+from spark.session import get_session  # noqa: E402
+
+CYCLES = 31  # 15 minutes at 30 s, both ends included
+STALE = timedelta(minutes=1)
+TARGETS_S = {16_000: 1.0, 160_000: 3.0, 1_600_000: 20.0}
+DUCKDB_TABLES = {"process_queue": "cached_msg_count > pull_threshold_for_queue",
+                 "consumer_queue": "broker_offset - consumer_offset > 1000"}
+
+
+def _rows_in_store(root: Path) -> dict[str, int]:
+    """Rows per table, from Parquet footers (every file is in the evaluated window)."""
+    counts: dict[str, int] = {}
+    for path in root.rglob("*.parquet"):
+        table = path.relative_to(root).parts[0]
+        counts[table] = counts.get(table, 0) + pq.ParquetFile(path).metadata.num_rows
+    return counts
+
+
+def _jvm_used_mib(spark) -> float:
+    runtime = spark.sparkContext._jvm.java.lang.Runtime.getRuntime()
+    return round((runtime.totalMemory() - runtime.freeMemory()) / 2**20, 1)
+
+
+def _duckdb(root: Path, runs: int) -> dict[str, float] | str:
+    """Median seconds of the reference queries, or why DuckDB could not run."""
+    try:
+        import duckdb
+    except ImportError:
+        return "duckdb not installed (pip install -e '.[bench]')"
+    con = duckdb.connect()
+    con.execute("SET threads TO 2")
+    timings = []
+    for _ in range(runs):
+        t0 = time.monotonic()
+        for table, condition in DUCKDB_TABLES.items():
+            con.execute(f"""
+                SELECT count(*) FROM (
+                  SELECT *, row_number() OVER (PARTITION BY cluster, "group", topic, broker, queue_id
+                                               ORDER BY ts DESC) AS rn
+                  FROM read_parquet('{root}/{table}/*/*/*.parquet')) WHERE rn = 1 AND {condition}
+            """).fetchall()
+        timings.append(time.monotonic() - t0)
+    return {"median_s": round(sorted(timings)[len(timings) // 2], 3)}
+
+
+def measure(series: int, runs: int, spark) -> dict:
+    """Write a store of `series` queue series, evaluate the pack `runs` times warm, return the figures."""
+    now = datetime.now(UTC).replace(microsecond=0)
+    rules = list(load_rule_files(["builtin"]).rules)
+    with tempfile.TemporaryDirectory(prefix="rw-bench-") as tmp:
+        root = Path(tmp)
+        t0 = time.monotonic()
+        write_store(root, series, CYCLES, now)
+        write_s = time.monotonic() - t0
+        evaluator = Evaluator(spark, root)
+        findings = evaluator.evaluate(rules, now, STALE)  # warm-up: JIT, plan caches, OS page cache
+        timings = []
+        for _ in range(runs):
+            t0 = time.monotonic()
+            evaluator.evaluate(rules, now, STALE)
+            timings.append(time.monotonic() - t0)
+        rows = _rows_in_store(root)
+        duck = _duckdb(root, runs)
+    median = sorted(timings)[len(timings) // 2]
+    return {
+        "series": series, "rules": len(rules), "findings": len(findings), "store_write_s": round(write_s, 1),
+        "rows_scanned": sum(rows.values()), "rows_by_table": rows,
+        "evaluate_s": [round(t, 2) for t in timings], "evaluate_median_s": round(median, 2),
+        "target_s": TARGETS_S.get(series), "driver_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "jvm_used_mib": _jvm_used_mib(spark), "duckdb_reference": duck,
+    }
+
+
+def _markdown(result: dict) -> str:
+    lines = [f"# Built-in pack evaluation at scale ({result['when']})", "",
+             f"Machine: {result['machine']}, load average {result['load_average_1m']} at the end "
+             "(shared machine: figures are inflated by other work).", "",
+             "| series | rows scanned | findings | median s | target s | runs s | driver RSS MiB | JVM used MiB | DuckDB ref s |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for r in result["sizes"]:
+        duck = r["duckdb_reference"]
+        duck_s = duck["median_s"] if isinstance(duck, dict) else duck
+        lines.append(f"| {r['series']:,} | {r['rows_scanned']:,} | {r['findings']} | {r['evaluate_median_s']} | "
+                     f"{r['target_s']} | {r['evaluate_s']} | {r['driver_rss_mib']} | {r['jvm_used_mib']} | {duck_s} |")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    """Measure every configured size and write bench/results/scale.{json,md}."""
+    sizes = [int(s) for s in os.environ.get("BENCH_SIZES", "16000,160000").split(",") if s]
+    if os.environ.get("BENCH_LARGE") == "1":
+        sizes.append(1_600_000)
+    runs = int(os.environ.get("BENCH_RUNS", "3"))
+    spark = get_session("local[2]")
+    result = {"when": datetime.now(UTC).isoformat(timespec="seconds"),
+              "machine": f"{platform.machine()} {os.cpu_count()} cpu, {platform.python_version()}",
+              "cycles": CYCLES, "sizes": [measure(n, runs, spark) for n in sizes],
+              "load_average_1m": round(os.getloadavg()[0], 2)}
+    out = Path(__file__).resolve().parent / "results"
+    (out / "scale.json").write_text(json.dumps(result, indent=2) + "\n")
+    (out / "scale.md").write_text(_markdown(result))
+    print(_markdown(result))
+
+
+if __name__ == "__main__":
+    main()
