@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from datetime import timedelta
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
 from pydantic import (
@@ -20,7 +20,8 @@ from pydantic import (
 
 from config.matchers import parse_matcher
 from config.receivers import ReceiverConfig
-from rules.durations import parse_duration
+from config.routing import HeartbeatConfig, RouteConfig, TimeIntervalConfig
+from rules.durations import Size, parse_duration
 from rules.overrides import RuleOverride
 
 _ADDR = re.compile(r"^[A-Za-z0-9_.\-\[\]:]+:\d{1,5}$")
@@ -64,6 +65,16 @@ class ExporterSource(_Strict):
         return value
 
 
+class LogSource(_Strict):
+    """Log files of this cluster's brokers or clients to follow (tail -F) into log_event rows."""
+
+    path: str = Field(min_length=1, description="a file or a glob, e.g. /var/log/rocketmq/*/store.log")
+    kind: Literal["client", "store", "broker"] | None = Field(None, description="default: told from the content")
+    tz: str | None = Field(None, description="zone of the timestamps; default GMT+8 (broker side), UTC (4.9 client)")
+    broker: str | None = Field(None, description="broker name for store/broker logs; default from the directory")
+    host: str | None = Field(None, description="host the files come from; default this host")
+
+
 class ClusterConfig(_Strict):
     """One RocketMQ cluster to watch, through its name servers, a rocketmq-exporter, or both."""
 
@@ -74,12 +85,13 @@ class ClusterConfig(_Strict):
     exporter: ExporterSource | None = Field(
         default=None, description="scrape this rocketmq-exporter; fills no process_queue (see README)"
     )
+    logs: list[LogSource] = Field(default_factory=list, description="broker/client log files to follow")
 
     @model_validator(mode="after")
     def _a_source(self) -> ClusterConfig:
-        if not self.namesrv and self.exporter is None:
+        if not self.namesrv and self.exporter is None and not self.logs:
             raise ValueError(
-                f"cluster {self.name!r} needs a source: namesrv (host:port list) or exporter (url), or both"
+                f"cluster {self.name!r} needs a source: namesrv (host:port list), exporter (url) or logs"
             )
         return self
 
@@ -136,6 +148,19 @@ class DaemonConfig(_Strict):
     )
 
 
+class MaintenanceConfig(_Strict):
+    """The sample store's upkeep (job `maintain`): compaction of closed hours, retention, crash recovery."""
+
+    interval: Duration = Field(default=timedelta(hours=1), description="how often the job runs (also once at start)")
+    retention: Duration = Field(default=timedelta(days=7), description="hours older than this are dropped")
+    max_size: Size | None = Field(
+        default=None, description="e.g. 20GiB: the oldest hours are dropped while the store is larger"
+    )
+    compact_after: Duration = Field(
+        default=timedelta(minutes=10), description="an hour is compacted this long after it ends (late cycles land first)"
+    )
+
+
 class InhibitRuleConfig(_Strict):
     """While an alert matching `source_matchers` fires, mute alerts matching `target_matchers` with equal labels."""
 
@@ -172,13 +197,38 @@ class NotifyConfig(_Strict):
         description="default: a critical broker-side alert mutes consumer-side alerts on the same broker",
     )
 
+    route: RouteConfig | None = Field(
+        default=None,
+        description="the route tree (Alertmanager's shape); default: every alert to every receiver, grouped by group_by",
+    )
+    time_intervals: list[TimeIntervalConfig] = Field(default_factory=list, description="named windows for routes")
+    heartbeat: HeartbeatConfig | None = Field(default=None, description="an always-firing alert to a dead man's switch")
+
     @model_validator(mode="after")
     def _unique_names(self) -> NotifyConfig:
         names = [r.name for r in self.receivers]
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:
             raise ValueError(f"receiver names must be unique; repeated: {', '.join(dupes)}")
+        known, intervals = set(names), {t.name for t in self.time_intervals}
+        for path, route in _walk(self.route, "route") if self.route is not None else ():
+            if route.receiver is not None and route.receiver not in known:
+                raise ValueError(f"{path}: receiver {route.receiver!r} is not among the receivers ({', '.join(names)})")
+            for name in route.mute_time_intervals + route.active_time_intervals:
+                if name not in intervals:
+                    raise ValueError(f"{path}: time interval {name!r} is not defined under notify.time_intervals")
+        if self.route is not None and self.route.receiver is None:
+            raise ValueError("route: the root route needs a receiver (children inherit it)")
+        if self.heartbeat is not None and self.heartbeat.receiver not in known:
+            raise ValueError(f"heartbeat: receiver {self.heartbeat.receiver!r} is not among the receivers")
         return self
+
+
+def _walk(route: RouteConfig, path: str) -> list[tuple[str, RouteConfig]]:
+    found = [(path, route)]
+    for i, child in enumerate(route.routes):
+        found += _walk(child, f"{path}.routes[{i}]")
+    return found
 
 
 class HttpConfig(_Strict):
@@ -212,6 +262,7 @@ class RocketwatchConfig(_Strict):
     notify: NotifyConfig = Field(default_factory=NotifyConfig)
     http: HttpConfig = Field(default_factory=HttpConfig)
     daemon: DaemonConfig = Field(default_factory=DaemonConfig)
+    maintenance: MaintenanceConfig = Field(default_factory=MaintenanceConfig)
 
     @model_validator(mode="after")
     def _unique_clusters(self) -> RocketwatchConfig:

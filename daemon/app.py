@@ -8,7 +8,6 @@ import signal
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -19,24 +18,29 @@ from config.loader import load_config
 from config.models import ClusterConfig, RocketwatchConfig
 from daemon.alerts.db import StateDB
 from daemon.alerts.group_actions import GroupActionStore
-from daemon.alerts.inhibit import Inhibitor
 from daemon.alerts.silences import SilenceStore
 from daemon.alerts.tracker import AlertTracker
 from daemon.alerts.value_history import ValueHistory
+from daemon.collectors.logs import LogsCollector
 from daemon.collectors.remoting.admin import AdminClient
 from daemon.collectors.remoting.client import RemotingClient
 from daemon.collectors.sources import collect_sources
+from daemon.cycles import CycleRecord, CycleStats
 from daemon.http.server import start_http
+from daemon.lifecycle import shutdown
 from daemon.metrics import DaemonMetrics
-from daemon.notify.dispatcher import Dispatcher
-from daemon.notify.factory import build_notifiers
 from daemon.notify.outbox import Outbox
-from daemon.notify.slack_actions import SlackActionListener, build_action_listeners
+from daemon.notify.routing import HEARTBEAT
+from daemon.notify.slack_actions import SlackActionListener
+from daemon.notify.wiring import build_routing, heartbeat_finding, start_slack_listeners
 from daemon.rulebook import Rulebook, load_rulebook
 from daemon.sdnotify import sd_notify
+from daemon.selfmon import SelfMonitor, self_rules
 from daemon.statedir import StateDirLock
+from daemon.store.maintenance import maintain_store, recover_store
 from daemon.store.writer import ParquetStore
 from daemon.watchdog import Watchdog, watchdog_interval
+from rules.findings import RuleTiming
 
 log = logging.getLogger("rocketwatch")
 
@@ -44,31 +48,6 @@ log = logging.getLogger("rocketwatch")
 def utcnow() -> datetime:
     """The daemon's clock; everything downstream takes `now` as an argument."""
     return datetime.now(UTC)
-
-
-@dataclass
-class CycleStats:
-    """What the last cycles did, for logs, STATUS= and (later) /metrics."""
-
-    collect_cycles: int = 0
-    evaluate_cycles: int = 0
-    rows_collected: int = 0
-    last_collect_s: float = 0.0
-    last_evaluate_s: float = 0.0
-    firing: int = 0
-    failed_calls: dict[str, int] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class CycleRecord:
-    """One finished cycle as the status page lists it."""
-
-    kind: str  # "collect" or "evaluate"
-    target: str  # the cluster collected, or "rules"
-    at: datetime
-    seconds: float
-    rows: int
-    failed_calls: int
 
 
 class Daemon:
@@ -97,6 +76,9 @@ class Daemon:
         self._ready = False
         self._stopping = asyncio.Event()
         self._inflight: set[asyncio.Task] = set()
+        self.log_collectors: dict[str, LogsCollector] = {}  # per cluster: file positions live across cycles
+        # Compaction swaps hour directories: no Spark read may list them halfway.
+        self._store_lock = asyncio.Lock()
         self.watchdog: Watchdog | None = None
 
     # ---- lifecycle -------------------------------------------------------------------------
@@ -119,6 +101,8 @@ class Daemon:
                 log.info("http: /metrics /healthz /readyz /api/alerts on %s", self.config.http.listen)
             await self._start_slack_listeners()
             await asyncio.to_thread(self._start_spark)
+            # A crash may have left partial files that would fail every evaluation: out before the first.
+            await asyncio.to_thread(recover_store, self.config.store)
             self._schedule()
             self.scheduler.start()
             watchdog = self._start_watchdog()
@@ -152,37 +136,7 @@ class Daemon:
         return asyncio.get_running_loop().create_task(self.watchdog.run(), name="watchdog")
 
     async def _shutdown(self) -> None:
-        """Stop scheduling, let the cycles in flight finish, flush the outbox, stop Spark: all bounded."""
-        sd_notify("STOPPING=1")
-        budget = self.config.daemon.shutdown_timeout.total_seconds()
-        deadline = time.monotonic() + budget
-        self.scheduler.shutdown(wait=False)
-        inflight = {t for t in self._inflight if not t.done()}
-        if inflight:
-            log.info("stopping: waiting up to %.0fs for %d cycle(s) in flight", budget * 0.6, len(inflight))
-            _, late = await asyncio.wait(inflight, timeout=budget * 0.6)
-            for task in late:
-                log.warning("stopping: %s still running after %.0fs; abandoned", task.get_name(), budget * 0.6)
-                task.cancel()
-        try:
-            await asyncio.wait_for(self.dispatch_once(final=True), timeout=max(deadline - time.monotonic(), 1.0))
-        except TimeoutError:
-            log.warning("stopping: outbox flush cut off after %.0fs; %d notification(s) stay queued and go out "
-                        "after the next start", budget, self.outbox.depth())
-        depth = self.outbox.depth()
-        log.info("stopping: outbox flushed, %d notification(s) left queued", depth)
-        await asyncio.to_thread(self._stop_spark)
-
-    def _stop_spark(self) -> None:
-        if self._evaluator is None:
-            return
-        from spark.session import stop_session
-
-        try:
-            stop_session()
-        except Exception:  # the JVM may already be gone; stopping is best effort
-            log.debug("spark session stop failed", exc_info=True)
-        self.metrics.spark_up.set(0)
+        await shutdown(self)
 
     async def _tracked(self, job: Callable[..., Awaitable[None]], *args: object) -> None:
         # Every scheduled run registers itself so shutdown can wait for the one in flight.
@@ -202,26 +156,18 @@ class Daemon:
         self.silences = SilenceStore(self.db)
         self.group_actions = GroupActionStore(self.db)
         self.value_history = ValueHistory(self.db)
+        self.selfmon = SelfMonitor(self.store, self.db, self.config.store, self.config.evaluate.interval)
         self._build_routing()
 
     def _build_routing(self) -> None:
-        notify = self.config.notify
-        self.notifiers = build_notifiers(
-            notify.receivers, group_notes=self.group_actions.notes, value_series=self.value_history.series
-        )
-        inhibitors = [Inhibitor.parse(r.source_matchers, r.target_matchers, r.equal) for r in notify.inhibit_rules]
-        self.dispatcher = Dispatcher(
-            self.outbox, [r.name for r in notify.receivers], notify.group_by, self.silences, inhibitors
+        self.notifiers, self.dispatcher = build_routing(
+            self.config.notify, self.outbox, self.silences, self.group_actions, self.value_history
         )
 
     async def _start_slack_listeners(self) -> None:
-        self._slack_listeners = build_action_listeners(
+        self._slack_listeners, self._slack_tasks = start_slack_listeners(
             self.config.notify.receivers, self.notifiers, self.silences, self.group_actions
         )
-        for listener in self._slack_listeners:
-            # In the background: slack-sdk retries an unreachable Slack forever, which must not hold up start.
-            self._slack_tasks.append(asyncio.get_running_loop().create_task(
-                listener.start(), name=f"slack-actions:{listener.handler.receiver}"))
 
     def _start_spark(self) -> None:
         # Imported here so `rocketwatch check` and the CLI never pay for a JVM.
@@ -257,6 +203,10 @@ class Daemon:
             self._tracked, "interval", args=[self.dispatch_once], id="dispatch",
             seconds=self.config.notify.interval.total_seconds(), **common,
         )
+        self.scheduler.add_job(
+            self._tracked, "interval", args=[self.maintain_once], id="maintain",
+            seconds=self.config.maintenance.interval.total_seconds(), next_run_time=first, **common,
+        )
 
     def reload(self) -> tuple[bool, str]:
         """SIGHUP or POST /-/reload: re-read config and rules; keep the running ones unless all are valid."""
@@ -281,7 +231,10 @@ class Daemon:
         """One collection cycle of one cluster, written to the store as one file per table."""
         now = utcnow()
         started = time.monotonic()
-        result = await collect_sources(self.admin, cluster, self.config.collect, now)
+        logs = self.log_collectors.get(cluster.name)
+        if logs is None and cluster.logs:
+            logs = self.log_collectors[cluster.name] = LogsCollector(cluster.name, cluster.logs)
+        result = await collect_sources(self.admin, cluster, self.config.collect, now, logs)
         written = await asyncio.to_thread(self.store.append_all, result.rows, now)
         elapsed = time.monotonic() - started
         self.metrics.observe_collect(cluster.name, elapsed, written, result.rows.get("collector_health", []))
@@ -310,28 +263,42 @@ class Daemon:
         now = utcnow()
         started = time.monotonic()
         rulebook = self.rulebook
+        await asyncio.to_thread(self.selfmon.record, now, self.last_cycle_at)
         try:
-            findings = await asyncio.to_thread(
-                self._evaluator.evaluate, rulebook.rules, now, self.config.stale_after
-            )
+            async with self._store_lock:
+                findings = await asyncio.to_thread(
+                    self._evaluator.evaluate, rulebook.rules, now, self.config.stale_after
+                )
         except Exception:
             # Spark failing must not kill the daemon: the next cycle tries again, /readyz tells.
             self.metrics.evaluation_failures.inc()
+            self.selfmon.evaluation_failed()
             log.exception("evaluation failed; alert states kept as they were, retrying next cycle")
+            await self._self_check_after_failure(rulebook)
             if self.watchdog is not None:
                 self.watchdog.progress()  # failing is not hanging: the self-monitoring alert says why
             return
-        events = self.tracker.update(rulebook.timings, findings, now)
+        timings = rulebook.timings
+        if self.config.notify.heartbeat is not None:
+            # The dead man's switch: always firing, so its receiver hears from us every interval.
+            findings = [*findings, heartbeat_finding(len(self.config.clusters), self.stats.evaluate_cycles,
+                                                     self.stats.firing)]
+            timings = {**timings, HEARTBEAT: RuleTiming(HEARTBEAT)}
+        events = self.tracker.update(timings, findings, now)
         # Acknowledgements and until-resolved silences end with their group.
         self.group_actions.close_resolved(self.tracker.active_alerts(), self.silences, now)
         self.value_history.record(self.tracker.active_alerts(), now)
         self.dispatcher.dispatch(events, self.tracker.active_alerts(), now)
+        for reason, count in self.dispatcher.decisions.items():
+            self.metrics.notification_decisions.labels(reason).inc(count)
+        self.dispatcher.decisions.clear()
         for event in events:
             labels = event.alert.labels
             log.info("alert %s", event, extra={"rule": event.alert.rule, **{
                 k: labels[k] for k in ("cluster", "broker", "group", "topic", "queue_id", "client_id") if k in labels}})
         self.stats.evaluate_cycles += 1
         self.stats.last_evaluate_s = time.monotonic() - started
+        self.selfmon.evaluation_done(self.stats.last_evaluate_s)
         self.metrics.evaluate_seconds.observe(self.stats.last_evaluate_s)
         self.cycles.appendleft(CycleRecord("evaluate", "rules", now, self.stats.last_evaluate_s, len(findings), 0))
         self.metrics.observe_findings(findings)
@@ -350,6 +317,39 @@ class Daemon:
             f"STATUS=cycle {self.stats.evaluate_cycles}: {len(findings)} finding(s), "
             f"{self.stats.firing} firing, evaluate {self.stats.last_evaluate_s:.1f}s"
         )
+
+    async def _self_check_after_failure(self, rulebook: Rulebook) -> None:
+        # The full evaluation failed, so no rule ran, including the one that reports exactly that:
+        # run the self rules alone on a fresh daemon_health row, leaving every other alert as it is.
+        rules = self_rules(rulebook.rules)
+        if not rules or self._evaluator is None:
+            return
+        now = utcnow()
+        try:
+            await asyncio.to_thread(self.selfmon.record, now, self.last_cycle_at)
+            async with self._store_lock:
+                findings = await asyncio.to_thread(self._evaluator.evaluate, rules, now, self.config.stale_after)
+        except Exception as exc:
+            log.error("self-monitoring rules could not run either (%s): Spark itself is failing", exc)
+            return
+        events = self.tracker.update({r.alert: rulebook.timings[r.alert] for r in rules}, findings, now,
+                                     only_evaluated=True)
+        self.dispatcher.dispatch(events, self.tracker.active_alerts(), now)
+        for event in events:
+            log.info("alert %s", event, extra={"rule": event.alert.rule})
+        await self.dispatch_once()
+
+    async def maintain_once(self) -> None:
+        """Store upkeep: crash recovery, compaction of closed hours, retention (DESIGN §6)."""
+        try:
+            async with self._store_lock:
+                report = await asyncio.to_thread(maintain_store, self.config.store, utcnow(), self.config.maintenance)
+        except Exception:
+            # Maintenance failing costs disk, not alerts: keep running and say so.
+            log.exception("store maintenance of %s failed; retrying at the next run", self.config.store)
+            return
+        self.metrics.store_bytes.set(report.store_bytes)
+        self.metrics.store_moved_aside.inc(len(report.moved_aside))
 
     def refresh_gauges(self) -> None:
         """Gauges read at scrape time rather than per cycle."""

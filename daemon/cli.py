@@ -183,7 +183,7 @@ def cmd_tables(args: argparse.Namespace) -> int:
 
 # Further subcommands live in modules of their own, each with `register(subparsers)`; they must
 # import nothing heavy at module level (no pyspark), so `rocketwatch check` stays JVM-free.
-COMMAND_MODULES: list[str] = ["daemon.cli_rules", "daemon.cli_silence", "daemon.cli_diagnose"]
+COMMAND_MODULES: list[str] = ["daemon.cli_rules", "daemon.cli_silence", "daemon.cli_diagnose", "daemon.cli_analyze"]
 
 
 def build_parser() -> argparse.ArgumentParser:

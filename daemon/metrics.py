@@ -40,6 +40,10 @@ class DaemonMetrics:
         self.notifications = Counter(
             "rocketwatch_notifications", "Notification deliveries", ["result"], registry=r
         )
+        self.notification_decisions = Counter(
+            "rocketwatch_notification_decisions", "Per alert group and cycle: sent or held, and why", ["reason"],
+            registry=r,
+        )
         self.outbox_depth = Gauge("rocketwatch_outbox_depth", "Notifications not yet delivered", registry=r)
         self.cycles_skipped = Counter(
             "rocketwatch_cycles_skipped", "Runs skipped because the previous run of the job still ran",
@@ -50,6 +54,10 @@ class DaemonMetrics:
         )
         self.spark_up = Gauge("rocketwatch_spark_up", "1 when the Spark session is running", registry=r)
         self.rules = Gauge("rocketwatch_rules", "Rules loaded", registry=r)
+        self.store_bytes = Gauge("rocketwatch_store_bytes", "Size of the sample store after maintenance", registry=r)
+        self.store_moved_aside = Counter(
+            "rocketwatch_store_files_moved_aside", "Partial or unreadable store files moved to _quarantine", registry=r
+        )
 
     def observe_collect(self, cluster: str, seconds: float, written: Mapping[str, int], health: Iterable[Any]) -> None:
         """Record one collection cycle."""

@@ -30,6 +30,8 @@ class Transition:
     severity: str | None
     summary: str
     detail: str = ""
+    diagnosis: str = ""
+    next_steps: str = ""
 
     def as_json(self) -> dict[str, Any]:
         """A JSON-ready dict (times as ISO UTC)."""
@@ -87,7 +89,8 @@ def _transitions(
 
     def add(alert: AlertInstance, state: str, detail: str = "") -> None:
         out.append(Transition(now, state, alert.rule, dict(alert.labels), alert.severity,
-                              alert.annotations.get("summary", ""), detail))
+                              alert.annotations.get("summary", ""), detail, alert.annotations.get("diagnosis", ""),
+                              alert.annotations.get("next_steps", "")))
 
     fired = {e.fingerprint for e in events if e.kind == EventKind.FIRING}
     for fp, alert in after.items():

@@ -45,7 +45,8 @@ class FileResult:
         return not self.failures
 
 
-def _write_input(store: ParquetStore, case: RuleTestCase, interval: timedelta) -> None:
+def write_case_input(store: ParquetStore, case: RuleTestCase, interval: timedelta) -> None:
+    """Write a test case's input series into a store, one file per table and hour, from START."""
     by_table_hour: dict[tuple[str, datetime], list[dict[str, Any]]] = defaultdict(list)
     for table_name, series_list in case.input.items():
         for series in series_list:
@@ -74,7 +75,7 @@ def run_case(spark: Any, loaded: LoadedTests, case: RuleTestCase, index: int) ->
     failures: list[Mismatch] = []
     with tempfile.TemporaryDirectory(prefix="rocketwatch-rule-test-") as tmp:
         store = ParquetStore(Path(tmp) / "store")
-        _write_input(store, case, interval)
+        write_case_input(store, case, interval)
         evaluator = Evaluator(spark, store.root)
         db = StateDB(":memory:")  # the tracker's real SQL, nothing left behind
         try:

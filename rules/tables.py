@@ -225,6 +225,8 @@ BROKER = Table(
         Column("boot_ts", TIMESTAMP, "store start time", nullable=True),
         Column("commitlog_min_offset", INT64, "lowest commitlog byte offset", "bytes", nullable=True),
         Column("commitlog_max_offset", INT64, "next commitlog byte offset to write", "bytes", nullable=True),
+        Column("replication_behind_bytes", INT64,
+               "slaves only: the master's commitlog_max_offset minus this slave's, same cycle", "bytes", nullable=True),
         Column("dispatch_behind_bytes", INT64, "commitlog bytes not yet dispatched to consume queues", "bytes", nullable=True),
         Column("page_cache_lock_ms", INT64, "how long the commitlog put lock is held right now", "ms", nullable=True),
         Column("put_latency_le_0ms", INT64, "puts in the last minute taking <=0 ms", "puts", nullable=True),
@@ -319,6 +321,29 @@ COLLECTOR_HEALTH = Table(
     ),
 )
 
+# rocketwatch watching itself: written by the daemon before each evaluation, read by
+# rules/builtin/rocketwatch-self.yaml, so a failing or lagging daemon alerts like a broker does.
+SELF_CLUSTER = "rocketwatch"
+
+DAEMON_HEALTH = Table(
+    name="daemon_health",
+    description=f"One row per evaluation cycle: rocketwatch's own health (cluster is always {SELF_CLUSTER!r}).",
+    source="the daemon itself, before each evaluation",
+    key=("cluster", "host"),
+    columns=_common()
+    + (
+        Column("host", STRING, "host name the daemon runs on"),
+        Column("evaluate_seconds", FLOAT64, "duration of the last completed evaluation", "s", nullable=True),
+        Column("evaluate_interval_s", FLOAT64, "the configured evaluation interval", "s"),
+        Column("evaluation_failures", INT64, "evaluations failed in a row up to this sample (0 once one succeeds)"),
+        Column("last_cycle_age_s", FLOAT64, "seconds since the last completed evaluation cycle", "s", nullable=True),
+        Column("outbox_depth", INT64, "notifications not yet delivered", "notifications"),
+        Column("outbox_oldest_age_s", FLOAT64, "age of the oldest undelivered notification (0 when none)", "s"),
+        Column("store_free_bytes", INT64, "free space on the sample store's file system", "bytes"),
+        Column("store_free_ratio", FLOAT64, "free share of the sample store's file system, 0 to 1"),
+    ),
+)
+
 TABLES: dict[str, Table] = {
     t.name: t
     for t in (
@@ -331,6 +356,7 @@ TABLES: dict[str, Table] = {
         THREAD_DUMP,
         LOG_EVENT,
         COLLECTOR_HEALTH,
+        DAEMON_HEALTH,
     )
 }
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Mapping
 from typing import Any
@@ -9,6 +10,8 @@ from typing import Any
 from rules.findings import Finding
 from rules.kinds.base import TEMPLATE_FIELDS, RuleBase
 from rules.tables import FLOAT64
+
+log = logging.getLogger(__name__)
 
 
 def format_number(value: float | int | None) -> str:
@@ -59,18 +62,27 @@ def _inputs(rule: RuleBase, row: Mapping[str, Any]) -> _Inputs:
     return values
 
 
-def render(template: str, values: Mapping[str, str]) -> str:
-    """`template` with its `{name}` placeholders filled; a broken template is returned as written."""
+def render(template: str, values: Mapping[str, str], where: str = "") -> str:
+    """`template` with its `{name}` placeholders filled; a broken template is returned as written
+    (the alert still goes out, with the raw text) and logged once per `where`."""
     try:
         return template.format_map(values)
-    except (ValueError, KeyError, IndexError, AttributeError):
+    except (ValueError, KeyError, IndexError, AttributeError) as exc:
+        if where and where not in _reported:
+            _reported.add(where)
+            log.warning("%s: template %r cannot be filled (%s: %s); the raw text is sent instead",
+                        where, template[:120], type(exc).__name__, exc)
         return template
+
+
+_reported: set[str] = set()
 
 
 def to_finding(rule: RuleBase, row: Mapping[str, Any]) -> Finding:
     """One collected output row as a Finding of `rule`."""
     values = _inputs(rule, row)
-    annotations = {field: render(getattr(rule, field), values) for field in TEMPLATE_FIELDS}
+    annotations = {field: render(getattr(rule, field), values, f"rule {rule.alert}, {field}")
+                   for field in TEMPLATE_FIELDS}
     return Finding(
         rule=rule.alert,
         labels=dict(row["labels"] or {}),

@@ -92,6 +92,25 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX alert_values_at ON alert_values (at);
     """,
+    """
+    -- The notification log: per route, receiver and alert group, what is waiting to be told and
+    -- when the group was last told, so group_wait/group_interval/repeat_interval survive reloads
+    -- and restarts and nothing already sent is sent again.
+    CREATE TABLE notification_groups (
+        route           TEXT NOT NULL,
+        receiver        TEXT NOT NULL,
+        group_key       TEXT NOT NULL,
+        group_labels    TEXT NOT NULL,          -- JSON object
+        pending         TEXT NOT NULL,          -- JSON list of {change, resolved}
+        first_change_at TEXT,                   -- the oldest change not yet sent
+        last_sent_at    TEXT,
+        last_reason     TEXT,
+        PRIMARY KEY (route, receiver, group_key)
+    );
+    -- Alerts muted (silenced or inhibited) at the last dispatch: one leaving this set while it
+    -- fires is announced, also after a restart.
+    CREATE TABLE muted_alerts (fingerprint TEXT PRIMARY KEY);
+    """,
 ]
 
 

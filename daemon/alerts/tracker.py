@@ -37,9 +37,14 @@ class AlertTracker:
         }
 
     def update(
-        self, evaluated: Mapping[str, RuleTiming], findings: Sequence[Finding], now: datetime
+        self, evaluated: Mapping[str, RuleTiming], findings: Sequence[Finding], now: datetime,
+        only_evaluated: bool = False,
     ) -> list[AlertEvent]:
-        """Advance every instance to `now` given the rules evaluated and what they found."""
+        """Advance every instance to `now` given the rules evaluated and what they found.
+
+        With `only_evaluated`, instances of rules not in `evaluated` are left as they are instead of
+        resolving as removed rules: a partial evaluation (the self rules after a failed cycle).
+        """
         events: list[AlertEvent] = []
         changed: dict[str, AlertInstance] = {}
         removed: set[str] = set()
@@ -87,6 +92,8 @@ class AlertTracker:
             if fp in by_fp:
                 continue
             timing = evaluated.get(alert.rule)
+            if timing is None and only_evaluated:
+                continue
             if timing is None:
                 reason = "rule removed"
             elif alert.state == "pending":

@@ -34,7 +34,7 @@ PUT_BUCKETS = (
     ("5~10s", "put_latency_5_10s"),
     ("10s~", "put_latency_ge_10s"),
 )
-_SLOW_FROM = 4  # buckets from 100~200ms on are "over 100 ms"
+SLOW_FROM = 4  # buckets from 100~200ms on are "over 100 ms"
 _BUCKET = re.compile(r"\[([^\]]+)\]:(\d+)")
 _SIZE = re.compile(r"^\s*([0-9.]+)\s*([KMGTPE]?i?B)\s*$")
 _UNITS = {"B": 1, "KiB": 1024, "MiB": 1024**2, "GiB": 1024**3, "TiB": 1024**4, "PiB": 1024**5, "EiB": 1024**6}
@@ -129,10 +129,11 @@ def broker_row(
         "boot_ts": ms_to_datetime(parse_int(kv.get("bootTimestamp"))),
         "commitlog_min_offset": parse_int(kv.get("commitLogMinOffset")),
         "commitlog_max_offset": parse_int(kv.get("commitLogMaxOffset")),
+        "replication_behind_bytes": None,  # slaves: set once their master's row is in (fill_replication_behind)
         "dispatch_behind_bytes": parse_int(kv.get("dispatchBehindBytes")),
         "page_cache_lock_ms": parse_int(kv.get("pageCacheLockTimeMills")),
         **{column: (buckets or {}).get(column) for _, column in PUT_BUCKETS},
-        "put_slow_100ms": sum(buckets[c] for _, c in PUT_BUCKETS[_SLOW_FROM:]) if buckets else None,
+        "put_slow_100ms": sum(buckets[c] for _, c in PUT_BUCKETS[SLOW_FROM:]) if buckets else None,
         "put_p99_ms": parse_float(kv.get("putLatency99")),
         "put_p999_ms": parse_float(kv.get("putLatency999")),
         "put_max_ms": parse_int(kv.get("putMessageEntireTimeMax")),
@@ -167,3 +168,16 @@ def _ratio(text: str | None) -> float | None:
     # -1 means the path is missing: unknown, not an empty disk.
     value = parse_float(text)
     return None if value is None or value < 0 else value
+
+
+def fill_replication_behind(rows: list[dict[str, Any]]) -> None:
+    """Set replication_behind_bytes on every slave row: how far its commitlog trails its master's.
+
+    Both offsets come from the same cycle, taken milliseconds apart, so a healthy slave under load
+    trails by the bytes in flight; a slave that stopped replicating trails by everything written since.
+    """
+    masters = {(r["cluster"], r["broker"]): r.get("commitlog_max_offset") for r in rows if r["broker_id"] == 0}
+    for row in rows:
+        master = masters.get((row["cluster"], row["broker"]))
+        if row["broker_id"] != 0 and master is not None and row.get("commitlog_max_offset") is not None:
+            row["replication_behind_bytes"] = max(master - row["commitlog_max_offset"], 0)

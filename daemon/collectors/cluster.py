@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
-from daemon.collectors.broker_runtime import broker_row
+from daemon.collectors.broker_runtime import broker_row, fill_replication_behind
 from daemon.collectors.client_rows import (
     DLQ_PREFIX,
     RETRY_PREFIX,
@@ -334,6 +334,7 @@ async def collect_cluster(
             await asyncio.gather(
                 *runtime, *(_collect_group(cycle, g, addrs) for g, addrs in sorted(groups.items()))
             )
+            fill_replication_behind(cycle.broker)
             await asyncio.gather(
                 *(_topic_stats(cycle, name, addr, topic)
                   for name, addr in masters for topic in sorted(cycle.topics.get(addr, ())))

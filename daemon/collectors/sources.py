@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import asyncio
 from datetime import datetime
 from typing import Any
 
 from config.models import ClusterConfig, CollectConfig
 from daemon.collectors.cluster import CollectResult, collect_cluster
 from daemon.collectors.exporter import collect_exporter
+from daemon.collectors.logs import LogsCollector
 from daemon.collectors.remoting.admin import AdminClient
 
 
 async def collect_sources(
-    admin: AdminClient, cluster: ClusterConfig, collect: CollectConfig, now: datetime
+    admin: AdminClient, cluster: ClusterConfig, collect: CollectConfig, now: datetime,
+    logs: LogsCollector | None = None,
 ) -> CollectResult:
     """Rows of every configured source of `cluster`, merged per table; one summary line per source."""
     results: list[CollectResult] = []
@@ -29,6 +32,8 @@ async def collect_sources(
                 cluster.exporter.url, cluster.name, now, timeout=cluster.exporter.timeout.total_seconds()
             )
         )
+    if logs is not None:
+        results.append(await asyncio.to_thread(logs.collect, now))  # file reads off the event loop
     rows: dict[str, list[dict[str, Any]]] = {}
     for result in results:
         for table, table_rows in result.rows.items():

@@ -73,6 +73,60 @@ def parse_dump(text: str) -> dict[str, Thread]:
     return threads
 
 
+_JSTACK_HEADER = re.compile(r'^"(?P<name>[^"]+)"(?: #\d+)?.*$')
+_JSTACK_STATE = re.compile(r"^\s+java\.lang\.Thread\.State: (?P<state>\S+)")
+_JSTACK_FRAME = re.compile(r"^\s+at (?P<frame>.+)$")
+
+
+def parse_jstack_file(text: str) -> dict[str, Thread]:
+    """Threads of one dump written by the `jstack` tool (`"name" #n ...`, `at frame` lines)."""
+    threads: dict[str, Thread] = {}
+    name: str | None = None
+    state = ""
+    frames: list[str] = []
+    for line in [*text.splitlines(), '"end-of-dump"']:
+        header = _JSTACK_HEADER.match(line)
+        if header is not None:
+            if name is not None:
+                threads[name] = Thread(name, state, tuple(frames))
+            name, state, frames = header["name"], "", []
+        elif (found := _JSTACK_STATE.match(line)) is not None:
+            state = found["state"]
+        elif (frame := _JSTACK_FRAME.match(line)) is not None and name is not None:
+            frames.append(_frame_text(frame["frame"]))
+    return threads
+
+
+def parse_any(text: str) -> dict[str, Thread]:
+    """A dump in either layout: the `jstack` tool's, or the client's own (running info 307)."""
+    return parse_jstack_file(text) if re.search(r'^"[^"]+" #\d+', text, re.M) else parse_dump(text)
+
+
+# What the stuck thread waits on, from its top frames: the first answer an operator wants.
+_BLOCKING = (
+    ("http", re.compile(r"(?i)http|okhttp|feign|resttemplate|urlconnection|apache\.hc")),
+    ("jdbc", re.compile(r"(?i)jdbc|mysql|postgresql|oracle|hikari|druid|mybatis|hibernate")),
+    ("lock", re.compile(r"LockSupport\.park|Object\.wait|ReentrantLock|synchronized|Semaphore")),
+    ("sleep", re.compile(r"Thread\.sleep")),
+    ("io", re.compile(r"socketRead|SocketInputStream|NioSocketImpl|FileInputStream|FileChannel|epollWait")),
+)
+
+
+def blocking_kind(frames: Sequence[str]) -> str:
+    """http, jdbc, lock, sleep, io or other: what the top of the stack (up to ConsumeRequest.run) waits on."""
+    top = []
+    for frame in frames:
+        if _CONSUME_RUN in frame:
+            break
+        top.append(frame)
+    text = "\n".join(top)
+    for kind in ("http", "jdbc"):  # a client library's frames name the call better than the socket read
+        if dict(_BLOCKING)[kind].search(text):
+            return kind
+    head = "\n".join(top[:2])
+    return next((kind for kind, pattern in _BLOCKING if pattern.search(head)), "other")
+
+
 def _app_frame(frames: Sequence[str]) -> str | None:
     for frame in frames[1:]:
         if _CONSUME_RUN in frame:
@@ -84,7 +138,7 @@ def _app_frame(frames: Sequence[str]) -> str | None:
 
 def stuck_threads(client_id: str, dumps: Sequence[str], group: str | None = None) -> list[StuckThread]:
     """Consume threads busy on a message with an unchanged stack in every dump (needs two dumps or more)."""
-    parsed = [parse_dump(d) for d in dumps]
+    parsed = [parse_any(d) for d in dumps]
     if len(parsed) < 2:
         return []
     prefix = f"ConsumeMessageThread_{group}_" if group else "ConsumeMessageThread_"

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import logging
+from collections import Counter, defaultdict
+from collections.abc import Callable, Sequence
 from datetime import datetime
 
 from config.matchers import alert_labels
@@ -10,7 +12,11 @@ from daemon.alerts.inhibit import Inhibitor, inhibited
 from daemon.alerts.model import AlertEvent, AlertInstance, EventKind
 from daemon.alerts.silences import SilenceStore
 from daemon.notify.model import AlertSnapshot, Change, Notification
+from daemon.notify.notification_log import GroupState, NotificationLog, Pending, decide
 from daemon.notify.outbox import Outbox
+from daemon.notify.routing import Route, Router
+
+log = logging.getLogger(__name__)
 
 
 def group_labels(alert: AlertInstance, group_by: Sequence[str]) -> dict[str, str]:
@@ -24,7 +30,7 @@ def group_key(labels: dict[str, str]) -> str:
 
 
 class Dispatcher:
-    """Groups this cycle's changes by `group_by` and queues one notification per group and receiver."""
+    """Routes this cycle's changes to alert groups and sends each group when its timers allow."""
 
     def __init__(
         self,
@@ -33,14 +39,24 @@ class Dispatcher:
         group_by: list[str],
         silences: SilenceStore | None = None,
         inhibitors: Sequence[Inhibitor] = (),
+        router: Router | None = None,
+        acknowledged: Callable[[str], bool] | None = None,
     ) -> None:
         self.outbox = outbox
-        self.receivers = list(receivers)
-        self.group_by = list(group_by)
         self.silences = silences
         self.inhibitors = list(inhibitors)
-        # Muted in the previous cycle: an alert leaving this set while it fires is announced then.
-        self._muted: set[str] = set()
+        self.router = router or Router.default(list(receivers), list(group_by))
+        self.acknowledged = acknowledged or (lambda key: False)
+        self.log = NotificationLog(outbox.db)
+        # Muted at the previous dispatch (persisted): an alert leaving this set while it fires is announced.
+        self._muted: set[str] = self.log.muted()
+        self.decisions: Counter[str] = Counter()  # reason -> count since the caller last read it
+
+    @property
+    def group_by(self) -> list[str]:
+        """The first route's grouping, for pages that show alerts grouped as routed."""
+        routes = self.router.routes()
+        return list(routes[0].group_by) if routes else ["alertname"]
 
     def muted(self, active: list[AlertInstance], now: datetime) -> set[str]:
         """Fingerprints of the active alerts a silence or an inhibition mutes right now."""
@@ -68,35 +84,73 @@ class Dispatcher:
     def dispatch(
         self, events: list[AlertEvent], active: list[AlertInstance], now: datetime
     ) -> list[tuple[str, Notification]]:
-        """Queue notifications for every group an event touched; return (receiver, notification) pairs."""
+        """Record the cycle's changes per route and group, then queue every group that is due."""
         muted = self.muted(active, now)
         events = self._unmuted(events, active, muted)
+        if muted != self._muted:
+            self.log.set_muted(muted)
         self._muted = muted
-        active = [a for a in active if a.fingerprint not in muted]
-        touched: dict[str, list[AlertEvent]] = {}
-        labels_of: dict[str, dict[str, str]] = {}
         for event in events:
-            labels = group_labels(event.alert, self.group_by)
-            key = group_key(labels)
-            touched.setdefault(key, []).append(event)
-            labels_of[key] = labels
-        firing_by_group: dict[str, list[AlertInstance]] = {}
+            resolved = AlertSnapshot.of(event.alert) if event.kind is EventKind.RESOLVED else None
+            for route in self._routes(event.alert):
+                labels = group_labels(event.alert, route.group_by)
+                self.log.add_change(route, group_key(labels), labels, Pending(Change.of(event), resolved), now)
+        firing: dict[tuple[str, str, str], list[AlertInstance]] = defaultdict(list)
+        labels_of: dict[tuple[str, str, str], tuple[Route, dict[str, str]]] = {}
         for alert in active:
-            if alert.state == "firing":
-                firing_by_group.setdefault(group_key(group_labels(alert, self.group_by)), []).append(alert)
+            if alert.state != "firing" or alert.fingerprint in muted:
+                continue
+            for route in self._routes(alert):
+                labels = group_labels(alert, route.group_by)
+                key = (route.id, route.receiver, group_key(labels))
+                firing[key].append(alert)
+                labels_of[key] = (route, labels)
+        groups = self.log.groups()
+        known = {(g.route, g.receiver, g.group_key) for g in groups}
+        for key in firing.keys() - known:  # firing with no group row: after a restart, or a new route
+            route, labels = labels_of[key]
+            self.log.ensure(route, key[2], labels)
+        if firing.keys() - known:
+            groups = self.log.groups()
+        order = {r.id: i for i, r in enumerate(self.router.routes())}
+        groups.sort(key=lambda g: (order.get(g.route, len(order)), g.group_key))
+        return [q for group in groups if (q := self._decide(group, firing, now)) is not None]
 
-        queued: list[tuple[str, Notification]] = []
-        for key, group_events in touched.items():
-            # The group's whole current state, not just the delta: the top message shows all of it.
-            resolved = [e.alert for e in group_events if e.kind is EventKind.RESOLVED]
-            alerts = [AlertSnapshot.of(a) for a in firing_by_group.get(key, []) + resolved]
-            status = "firing" if key in firing_by_group else "resolved"
-            changes = [Change.of(e) for e in group_events]
-            for receiver in self.receivers:
-                notification = Notification(
-                    group_key=key, group_labels=labels_of[key], status=status, alerts=alerts, changes=changes,
-                    is_update=self.outbox.group_open(receiver, key), created_at=now,
-                )
-                self.outbox.enqueue(receiver, notification, now)
-                queued.append((receiver, notification))
-        return queued
+    def _routes(self, alert: AlertInstance) -> list[Route]:
+        return self.router.match(alert_labels(alert.rule, alert.labels, alert.severity))
+
+    def _decide(
+        self, group: GroupState, firing: dict[tuple[str, str, str], list[AlertInstance]], now: datetime
+    ) -> tuple[str, Notification] | None:
+        route = next((r for r in self.router.routes() if r.id == group.route and r.receiver == group.receiver), None)
+        alerts = firing.get((group.route, group.receiver, group.group_key), [])
+        if route is None:  # the route left the tree on reload: its groups go with it
+            self.log.close(group)
+            return None
+        silent = self.router.silent_reason(route, now) if (group.pending or alerts) else None
+        decision = decide(group, len(alerts), route, now, self.acknowledged(group.group_key), silent)
+        self.decisions[decision.reason] += 1
+        if not decision.send:
+            if decision.reason == "resolved_before_told":
+                self.log.drop_pending(group)
+            if not alerts and (not group.pending or decision.reason == "resolved_before_told"):
+                self.log.close(group)
+            return None
+        firing_fps = {a.fingerprint for a in alerts}
+        resolved = {p.resolved.fingerprint: p.resolved for p in group.pending
+                    if p.resolved is not None and p.resolved.fingerprint not in firing_fps}
+        notification = Notification(
+            group_key=group.group_key, group_labels=group.group_labels,
+            status="firing" if alerts else "resolved",
+            alerts=[AlertSnapshot.of(a) for a in alerts] + list(resolved.values()),
+            changes=[p.change for p in group.pending],
+            is_update=self.outbox.group_open(route.receiver, group.group_key), created_at=now,
+            reason=decision.reason,
+        )
+        self.outbox.enqueue(route.receiver, notification, now)
+        self.log.sent(group, decision.reason, now)
+        if not alerts:
+            self.log.close(group)
+        log.info("notify %s via %s (%s): %s, %d firing, %d change(s)", group.group_key, route.receiver, route.id,
+                 decision.reason, len(alerts), len(group.pending))
+        return route.receiver, notification

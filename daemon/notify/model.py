@@ -73,6 +73,7 @@ class Notification(_Frozen):
     is_update: bool
     created_at: datetime
     idempotency_key: str = ""
+    reason: str = ""  # why it is sent: first, new_alerts_in_group, resolved, severity_changed, repeat_interval_elapsed
 
     @property
     def firing(self) -> list[AlertSnapshot]:

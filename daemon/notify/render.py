@@ -67,6 +67,8 @@ def text(n: Notification) -> str:
     lines = [subject(n), ""]
     if n.is_update and n.changes:
         lines += ["What changed:", *(f"  - {change_line(n, c)}" for c in n.changes), ""]
+    elif n.reason == REMINDER:
+        lines += [f"Reminder. {reminder_line(n)}", ""]
     for alert in n.alerts:
         lines += _alert_text(alert) + [""]
     lines.append("Group: " + ", ".join(f"{k}={v}" for k, v in n.group_labels.items()))
@@ -194,7 +196,19 @@ def slack_thread_reply(n: Notification) -> str:
     if n.status == "resolved":
         last = max((a.resolved_at for a in n.alerts if a.resolved_at), default=n.created_at)
         lines.append(f"{EMOJI['resolved']} All alerts of this group resolved at {when(last)}.")
+    if not lines and n.reason == REMINDER:
+        lines.append(f":repeat: {reminder_line(n)}")
     return _cut("\n".join(lines) or "Updated.", _SLACK_SECTION_MAX)
+
+
+REMINDER = "repeat_interval_elapsed"
+
+
+def reminder_line(n: Notification) -> str:
+    """`Still firing: 3 alerts, the oldest since 10:02 UTC.`"""
+    since = min((a.fired_at or a.active_at for a in n.firing), default=n.created_at)
+    count = len(n.firing)
+    return f"Still firing: {count} alert{'s' if count != 1 else ''}, the oldest since {when(since)}."
 
 
 def _slack_alert(a: AlertSnapshot) -> str:

@@ -180,3 +180,8 @@ def build_scenario(name: str, time_scale: float = 1.0, **kwargs: object) -> Scen
     except KeyError:
         raise KeyError(f"unknown scenario {name!r}; known: {', '.join(SCENARIOS)}") from None
     return factory(time_scale=time_scale, **kwargs)
+
+# Registered after SCENARIOS exists: the symptom module builds on this one's helpers.
+from daemon.simulator.scenarios_symptoms import SYMPTOM_SCENARIOS  # noqa: E402
+
+SCENARIOS.update(SYMPTOM_SCENARIOS)

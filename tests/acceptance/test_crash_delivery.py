@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from daemon.simulator import SimulatorThread
-from tests.helpers.daemon_proc import log_tail, start_daemon, wait_until
+from tests.helpers.daemon_proc import log_tail, start_daemon, wait_until, write_config
 from tests.helpers.slack_server import SlackServer
 from tests.helpers.smtp_server import SmtpServer
 
@@ -21,36 +21,8 @@ TOKEN = "xoxb-crash"
 
 
 def _config(tmp: Path, namesrv: str, slack: SlackServer, smtp: SmtpServer) -> Path:
-    path = tmp / "rocketwatch.yaml"
-    path.write_text(
-        f"""
-clusters:
-  - name: DefaultCluster
-    namesrv: ["{namesrv}"]
-state_dir: {tmp / "state"}
-collect: {{interval: 2s, timeout: 2s}}
-evaluate: {{interval: 2s}}
-http: {{enabled: false}}
-rule_overrides:
-  ProcessQueueSpanTooLong: {{for: 4s, keep_firing_for: 30s}}
-notify:
-  interval: 1s
-  receivers:
-    - type: slack
-      name: oncall-slack
-      channel: "#mq-alerts"
-      token_env: CRASH_SLACK_TOKEN
-      base_url: "{slack.base_url}"
-    - type: email
-      name: oncall-mail
-      host: 127.0.0.1
-      port: {smtp.port}
-      security: none
-      from_addr: rocketwatch@example.com
-      to: [mq-oncall@example.com]
-"""
-    )
-    return path
+    return write_config(tmp, namesrv, http="enabled: false", slack_url=slack.base_url,
+                        slack_token_env="CRASH_SLACK_TOKEN", smtp_port=smtp.port, span_for="4s", span_keep="30s")
 
 
 def _outbox(state_db: Path) -> list[tuple[str, str | None]]:
@@ -74,7 +46,7 @@ def test_killed_mid_send_the_notification_goes_out_once_after_restart(tmp_path):
         try:
             wait_until(lambda: "first cycle complete" in first_log.read_text(), 120, "the first cycle", first_log)
             sim.trigger("block")
-            wait_until(lambda: slack.calls_to("chat.postMessage", answered=False), 120, "the post to Slack",
+            wait_until(lambda: slack.calls_to("chat.postMessage", answered=False), 180, "the post to Slack",
                        first_log)
             assert ("oncall-slack", None) in _outbox(state_db)  # queued, sent, not yet acknowledged
             proc.send_signal(signal.SIGKILL)

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from daemon.simulator import SimulatorThread
-from tests.helpers.daemon_proc import REPO, free_port, http, log_tail, start_daemon, wait_until
+from tests.helpers.daemon_proc import REPO, free_port, http, log_tail, start_daemon, wait_until, write_config
 from tests.helpers.slack_server import SlackServer
 from tests.helpers.smtp_server import SmtpServer
 
@@ -71,39 +71,11 @@ class NotifySocket:
 
 
 def _config(tmp: Path, namesrv: str, slack: SlackServer, smtp: SmtpServer, http_port: int) -> Path:
-    path = tmp / "rocketwatch.yaml"
-    path.write_text(
-        f"""
-clusters:
-  - name: DefaultCluster
-    namesrv: ["{namesrv}"]
-state_dir: {tmp / "state"}
-collect: {{interval: 2s, timeout: 2s}}
-evaluate: {{interval: 2s}}
-daemon: {{shutdown_timeout: 20s, watchdog_stall_after: 60s}}
-http: {{listen: "127.0.0.1:{http_port}", token: "{HTTP_TOKEN}"}}
-rule_overrides:
-  ProcessQueueSpanTooLong: {{for: 4s, keep_firing_for: 2s}}
-notify:
-  interval: 1s
-  receivers:
-    - type: slack
-      name: oncall-slack
-      channel: "#mq-alerts"
-      token_env: LIFECYCLE_SLACK_TOKEN
-      base_url: "{slack.base_url}"
-    - type: email
-      name: oncall-mail
-      host: 127.0.0.1
-      port: {smtp.port}
-      security: none
-      from_addr: rocketwatch@example.com
-      to: [mq-oncall@example.com]
-      username: rocketwatch
-      password_env: LIFECYCLE_SMTP_PASSWORD
-"""
+    return write_config(
+        tmp, namesrv, http=f'listen: "127.0.0.1:{http_port}", token: "{HTTP_TOKEN}"', slack_url=slack.base_url,
+        slack_token_env="LIFECYCLE_SLACK_TOKEN", smtp_port=smtp.port, smtp_password_env="LIFECYCLE_SMTP_PASSWORD",
+        span_for="4s", span_keep="2s", extra="daemon: {shutdown_timeout: 20s, watchdog_stall_after: 300s}",
     )
-    return path
 
 
 def _undelivered(state_db: Path) -> int:
@@ -150,7 +122,7 @@ def test_systemd_contract_json_logs_no_secrets_and_a_clean_stop(tmp_path):
 
             # An alert fires and goes out; then Slack breaks and the resolve waits in the outbox.
             sim.trigger("block")
-            wait_until(lambda: slack.messages and smtp.messages, 120, "the firing notification", log)
+            wait_until(lambda: slack.messages and smtp.messages, 180, "the firing notification", log)
             slack.fail_next(10_000, error="internal_error", status=500)
             sim.trigger("release")
             state_db = tmp_path / "state" / "state.db"

@@ -22,6 +22,7 @@ import pytest
 
 from daemon.simulator import SimulatorThread
 from tests.helpers.chromium import Chromium, chromium_path
+from tests.helpers.daemon_proc import write_config
 from tests.helpers.slack_server import SlackServer
 
 pytestmark = [
@@ -59,29 +60,8 @@ def _about_group_a(slack: SlackServer) -> list[str]:
 
 
 def _config(tmp: Path, namesrv: str, slack: SlackServer, http_port: int) -> Path:
-    path = tmp / "rocketwatch.yaml"
-    path.write_text(
-        f"""
-clusters:
-  - name: DefaultCluster
-    namesrv: ["{namesrv}"]
-state_dir: {tmp / "state"}
-collect: {{interval: 2s, timeout: 2s}}
-evaluate: {{interval: 2s}}
-http: {{listen: "127.0.0.1:{http_port}"}}
-rule_overrides:
-  ProcessQueueSpanTooLong: {{for: 6s, keep_firing_for: 6s}}
-notify:
-  interval: 1s
-  receivers:
-    - type: slack
-      name: oncall-slack
-      channel: "#mq-alerts"
-      token_env: ACCEPTANCE_SLACK_TOKEN
-      base_url: "{slack.base_url}"
-"""
-    )
-    return path
+    return write_config(tmp, namesrv, http=f'listen: "127.0.0.1:{http_port}"', slack_url=slack.base_url,
+                        slack_token_env="ACCEPTANCE_SLACK_TOKEN")
 
 
 async def _submit(page: Chromium, script: str) -> None:
@@ -123,7 +103,7 @@ async def _drive(sim: SimulatorThread, slack: SlackServer, base: str, log: Path,
 
         # Expiring the silence from the page lets the still-firing alert page on-call.
         await _submit(page, "document.querySelector('tr[data-silence] button').click()")
-        await _wait(lambda: bool(_about_group_a(slack)), 30, "the page after the silence ended", log)
+        await _wait(lambda: bool(_about_group_a(slack)), 90, "the page after the silence ended", log)
         assert "ProcessQueueSpanTooLong" in "".join(_about_group_a(slack))
         assert page.console_errors() == []
 

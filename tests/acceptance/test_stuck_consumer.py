@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from daemon.simulator import SimulatorThread
-from tests.helpers.daemon_proc import free_port, http, wait_until
+from tests.helpers.daemon_proc import free_port, http, wait_until, write_config
 from tests.helpers.slack_server import SlackServer
 from tests.helpers.smtp_server import SmtpServer
 
@@ -28,36 +28,8 @@ TOKEN = "xoxb-acceptance"
 
 
 def _config(tmp: Path, namesrv: str, slack: SlackServer, smtp: SmtpServer, http_port: int) -> Path:
-    path = tmp / "rocketwatch.yaml"
-    path.write_text(
-        f"""
-clusters:
-  - name: DefaultCluster
-    namesrv: ["{namesrv}"]
-state_dir: {tmp / "state"}
-collect: {{interval: 2s, timeout: 2s}}
-evaluate: {{interval: 2s}}
-http: {{listen: "127.0.0.1:{http_port}"}}
-rule_overrides:
-  ProcessQueueSpanTooLong: {{for: 6s, keep_firing_for: 6s}}
-notify:
-  interval: 1s
-  receivers:
-    - type: slack
-      name: oncall-slack
-      channel: "#mq-alerts"
-      token_env: ACCEPTANCE_SLACK_TOKEN
-      base_url: "{slack.base_url}"
-    - type: email
-      name: oncall-mail
-      host: 127.0.0.1
-      port: {smtp.port}
-      security: none
-      from_addr: rocketwatch@example.com
-      to: [mq-oncall@example.com]
-"""
-    )
-    return path
+    return write_config(tmp, namesrv, http=f'listen: "127.0.0.1:{http_port}"', slack_url=slack.base_url,
+                        slack_token_env="ACCEPTANCE_SLACK_TOKEN", smtp_port=smtp.port)
 
 
 def _slack_text(call_args: dict) -> str:
@@ -93,7 +65,7 @@ def test_stuck_consumer_fires_once_in_slack_and_email_then_resolves(tmp_path):
             assert not slack.calls and not smtp.messages, "nothing may be sent while the cluster is healthy"
 
             sim.trigger("block")
-            wait_until(lambda: slack.messages and smtp.messages, 120, "the firing notification", log)
+            wait_until(lambda: slack.messages and smtp.messages, 180, "the firing notification", log)
             time.sleep(5)  # more cycles pass: still exactly one message and one mail for the group
             assert len(slack.messages) == 1 and not slack.replies
             assert len(smtp.messages) == 1

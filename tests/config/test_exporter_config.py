@@ -54,7 +54,7 @@ def test_both_sources_together_and_the_default_path_and_timeout(tmp_path):
             "- name: prod\n",
             2,
             "clusters.0",
-            "cluster 'prod' needs a source: namesrv (host:port list) or exporter (url)",
+            "cluster 'prod' needs a source: namesrv (host:port list), exporter (url) or logs",
         ),
         ("- name: prod\n  namesrv: []\n", 2, "clusters.0", "needs a source"),
         (

@@ -53,3 +53,41 @@ def start_daemon(config: Path, log: Path, env: dict[str, str], *extra: str) -> s
             [sys.executable, "-m", "daemon.cli", "run", "--config", str(config), *extra],
             stdout=out, stderr=subprocess.STDOUT, env={**os.environ, **env}, cwd=REPO,
         )
+
+
+def write_config(
+    tmp: Path, namesrv: str, *, http: str, slack_url: str | None = None, slack_token_env: str = "",
+    smtp_port: int | None = None, smtp_password_env: str | None = None,
+    span_for: str = "6s", span_keep: str = "6s", extra: str = "",
+) -> Path:
+    """A daemon config for the simulated cluster with fast timers (2 s cycles), in `tmp`.
+
+    `http` is the YAML of the http section's body, e.g. `listen: "127.0.0.1:9787"`; receivers
+    are added for the Slack stand-in and the SMTP server when their address is given.
+    """
+    receivers = ""
+    if slack_url is not None:
+        receivers += (f'    - {{type: slack, name: oncall-slack, channel: "#mq-alerts", '
+                      f'token_env: {slack_token_env}, base_url: "{slack_url}"}}\n')
+    if smtp_port is not None:
+        auth = f", username: rocketwatch, password_env: {smtp_password_env}" if smtp_password_env else ""
+        receivers += (f"    - {{type: email, name: oncall-mail, host: 127.0.0.1, port: {smtp_port}, security: none, "
+                      f"from_addr: rocketwatch@example.com, to: [mq-oncall@example.com]{auth}}}\n")
+    path = tmp / "rocketwatch.yaml"
+    path.write_text(
+        f"""clusters:
+  - name: DefaultCluster
+    namesrv: ["{namesrv}"]
+state_dir: {tmp / "state"}
+collect: {{interval: 2s, timeout: 2s}}
+evaluate: {{interval: 2s}}
+http: {{{http}}}
+rule_overrides:
+  ProcessQueueSpanTooLong: {{for: {span_for}, keep_firing_for: {span_keep}}}
+{extra}
+notify:
+  interval: 1s
+  receivers:
+{receivers}"""
+    )
+    return path

@@ -23,3 +23,10 @@ def test_missing_or_null_template_inputs_do_not_crash():
     assert finding.annotations["summary"].startswith("g: queue {topic}/{broker}/{queue_id}")
     assert "offset n/a" in finding.annotations["diagnosis"]
     assert render("{a} {", {"a": "1"}) == "{a} {"
+
+
+def test_a_broken_template_sends_the_raw_text_and_says_so_once(caplog):
+    assert render("lag {value:%d}", {"value": "12"}, "rule Lag, summary") == "lag {value:%d}"
+    assert render("lag {value:%d}", {"value": "13"}, "rule Lag, summary") == "lag {value:%d}"
+    warnings = [r.getMessage() for r in caplog.records if "cannot be filled" in r.getMessage()]
+    assert len(warnings) == 1 and "rule Lag, summary" in warnings[0] and "raw text is sent" in warnings[0]

@@ -57,3 +57,16 @@ def test_human_sizes_and_tps_items():
     assert parse_size("12.3 KiB") == 12595 and parse_size("0 B") == 0 and parse_size("1.5 GiB") == 1610612736
     assert parse_size("15.4") is None and parse_size("") is None
     assert parse_tps("1.5 2.0 ") == (1.5, 2.0, None) and parse_tps(None) == (None, None, None)
+
+
+def test_replication_behind_is_set_on_slaves_from_their_masters_offset() -> None:
+    from daemon.collectors.broker_runtime import fill_replication_behind
+
+    rows = [
+        {"cluster": "c", "broker": "broker-a", "broker_id": 0, "commitlog_max_offset": 5_000_000},
+        {"cluster": "c", "broker": "broker-a", "broker_id": 1, "commitlog_max_offset": 4_000_000},
+        {"cluster": "c", "broker": "broker-a", "broker_id": 2, "commitlog_max_offset": 5_000_100},  # read later
+        {"cluster": "c", "broker": "broker-b", "broker_id": 1, "commitlog_max_offset": 10},  # master not answering
+    ]
+    fill_replication_behind(rows)
+    assert [r.get("replication_behind_bytes") for r in rows] == [None, 1_000_000, 0, None]

@@ -9,6 +9,7 @@ from datetime import timedelta
 import pytest
 
 from config.receivers import SlackReceiver
+from daemon.alerts.value_history import ValueHistory
 from daemon.notify.factory import build_notifier
 from rules.findings import RuleTiming
 from tests.daemon.notify.conftest import RULE, Cycle, at, span
@@ -144,16 +145,19 @@ def test_secrets_stay_out_of_reprs(slack):
     assert "xoxb-inline-secret" not in repr(notifier)
 
 
-def test_a_new_group_gets_a_chart_of_its_worst_alert_in_the_thread(db, slack):
-    from daemon.alerts.value_history import ValueHistory
-
+def charting(db, slack: SlackServer):
+    """A cycle, its value history and a Slack notifier that charts from it."""
     history = ValueHistory(db)
-    cycle = Cycle(db, ["oncall-slack"])
     config = SlackReceiver(
         type="slack", name="oncall-slack", channel="#rocketmq-alerts", token_env="SLACK_BOT_TOKEN",
         base_url=slack.base_url, timeout=5,
     )
     notifier = {"oncall-slack": build_notifier(config, env={"SLACK_BOT_TOKEN": TOKEN}, value_series=history.series)}
+    return Cycle(db, ["oncall-slack"]), history, notifier
+
+
+def test_a_new_group_gets_a_chart_of_its_worst_alert_in_the_thread(db, slack):
+    cycle, history, notifier = charting(db, slack)
     # The span climbs over four evaluations (the rule's `for` would keep it pending meanwhile).
     for i, value in enumerate((1200, 1900, 2600, 3626)):
         cycle.tracker.update(TIMINGS_FOR, [span(queue=3, value=value), span(queue=5, value=1100)], at(30 * i))
@@ -176,15 +180,7 @@ def test_a_new_group_gets_a_chart_of_its_worst_alert_in_the_thread(db, slack):
 
 
 def test_a_failing_chart_upload_does_not_fail_the_notification(db, slack):
-    from daemon.alerts.value_history import ValueHistory
-
-    history = ValueHistory(db)
-    cycle = Cycle(db, ["oncall-slack"])
-    config = SlackReceiver(
-        type="slack", name="oncall-slack", channel="#rocketmq-alerts", token_env="SLACK_BOT_TOKEN",
-        base_url=slack.base_url, timeout=5,
-    )
-    notifier = {"oncall-slack": build_notifier(config, env={"SLACK_BOT_TOKEN": TOKEN}, value_series=history.series)}
+    cycle, history, notifier = charting(db, slack)
     for i in range(3):
         cycle.tracker.update(TIMINGS_FOR, [span(value=1500 + i)], at(30 * i))
         history.record(cycle.tracker.active_alerts(), at(30 * i))

@@ -49,12 +49,13 @@ class Harness:
         for listener in self.listeners:
             listener.handler.clock = lambda: self.now  # clicks happen on the test's clock, as cycles do
 
-    async def start(self) -> None:
+    async def __aenter__(self) -> Harness:
         for listener in self.listeners:
             await listener.start()
         await asyncio.to_thread(self.socket.wait_connected)
+        return self
 
-    async def stop(self) -> None:
+    async def __aexit__(self, *exc: object) -> None:
         for listener in self.listeners:
             await listener.stop()
 
@@ -106,8 +107,7 @@ def test_silence_1h_click_mutes_the_group_and_updates_the_message(db, servers):
     h = Harness(db, slack, socket)
 
     async def scenario():
-        await h.start()
-        try:
+        async with h:
             await h.evaluate([span(queue=3)], at(0))
             (message,) = slack.messages.values()
             assert action_ids(message) == [
@@ -134,8 +134,6 @@ def test_silence_1h_click_mutes_the_group_and_updates_the_message(db, servers):
             queued = await h.evaluate([span(queue=3), span(queue=5)], at(30))
             assert queued == []
             assert len(slack.calls_to("chat.postMessage")) == posts
-        finally:
-            await h.stop()
 
     asyncio.run(scenario())
 
@@ -146,8 +144,7 @@ def test_acknowledge_records_who_keeps_the_silence_buttons_and_ends_with_the_gro
     key = '{alertname="ProcessQueueSpanTooLong",cluster="prod",group="stuckGroup"}'
 
     async def scenario():
-        await h.start()
-        try:
+        async with h:
             await h.evaluate([span(queue=3)], at(0))
             await h.click(render.SLACK_ACTION_ACK, user="bob")
             ack = h.actions.acknowledged(key)
@@ -166,8 +163,6 @@ def test_acknowledge_records_who_keeps_the_silence_buttons_and_ends_with_the_gro
             await h.evaluate([], at(60))
             assert h.actions.acknowledged(key) is None
             assert "RESOLVED" in next(iter(slack.messages.values()))["blocks"][0]["text"]["text"]
-        finally:
-            await h.stop()
 
     asyncio.run(scenario())
 
@@ -177,8 +172,7 @@ def test_silence_until_resolved_expires_when_the_group_resolves(db, servers):
     h = Harness(db, slack, socket)
 
     async def scenario():
-        await h.start()
-        try:
+        async with h:
             await h.evaluate([span(queue=3)], at(0))
             await h.click(render.SLACK_ACTION_SILENCE_UNTIL_RESOLVED, user="carla")
             (silence,) = h.silences.active(at(1))
@@ -189,8 +183,6 @@ def test_silence_until_resolved_expires_when_the_group_resolves(db, servers):
             await h.evaluate([], at(60))
             assert h.silences.active(at(61)) == []  # resolved: the silence ended with it
             assert h.actions.all() == []
-        finally:
-            await h.stop()
 
     asyncio.run(scenario())
 
@@ -200,8 +192,7 @@ def test_a_button_without_a_readable_group_changes_nothing(db, servers):
     h = Harness(db, slack, socket)
 
     async def scenario():
-        await h.start()
-        try:
+        async with h:
             await h.evaluate([span(queue=3)], at(0))
             ts = next(iter(slack.messages))
             payload = {
@@ -213,8 +204,6 @@ def test_a_button_without_a_readable_group_changes_nothing(db, servers):
             assert ack["envelope_id"]  # acknowledged all the same, so Slack does not retry it
             await asyncio.sleep(0.2)
             assert h.silences.all() == [] and slack.calls_to("chat.update") == []
-        finally:
-            await h.stop()
 
     asyncio.run(scenario())
 

@@ -1,0 +1,1 @@
+"""`rocketwatch analyze`: logs, store directories and thread dumps after the fact, as one timeline."""

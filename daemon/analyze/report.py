@@ -1,0 +1,171 @@
+"""The analysis: replay the built-in rules over the inputs' time span and read the facts an expert
+would look for — flow-control episodes, pinned committed offsets, stuck threads, membership churn,
+dead letters, slow puts — into one report with a finding per group."""
+
+from __future__ import annotations
+
+import statistics
+import tempfile
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from daemon.analyze.build import Built, Stuck, build
+from daemon.analyze.inputs import discover
+from daemon.logparse.lines import Problem
+from daemon.replay import Transition, replay, steps
+
+STALE_AFTER = timedelta(minutes=2)  # store.log writes a minute, snapshots stand for a while
+
+
+@dataclass
+class Finding:
+    """One sentence an operator acts on, about one group (or the broker), with its evidence."""
+
+    subject: str
+    what: str
+    evidence: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Report:
+    """Everything `analyze` tells."""
+
+    cluster: str
+    files: list[tuple[str, str, int]]
+    span: tuple[datetime, datetime] | None
+    findings: list[Finding]
+    timeline: list[Transition]
+    events: list[dict[str, Any]]
+    put_minutes: list[dict[str, Any]]
+    offsets: list[dict[str, Any]]
+    stuck: list[Stuck]
+    idle_consume_threads: dict[str, int]
+    problems: list[Problem]
+    skipped: list[tuple[str, str]]
+
+
+def analyze(paths: list[Path], cluster: str = "offline", client_tz: str | None = None, broker: str | None = None,
+            step: timedelta = timedelta(minutes=1), spark: Any = None) -> Report:
+    """Read the paths, replay the built-in rules over their span, and assemble the report."""
+    inputs = discover(paths)
+    built = build(inputs, cluster, client_tz, broker)
+    timeline = _replay(built, step, spark) if built.span else []
+    events = sorted(built.rows.get("log_event", []), key=lambda r: r["ts"])
+    return Report(
+        cluster=cluster, files=built.files, span=built.span, findings=_findings(built, events),
+        timeline=timeline, events=events,
+        put_minutes=sorted(built.rows.get("broker", []), key=lambda r: r["ts"]),
+        offsets=sorted(built.rows.get("consumer_queue", []), key=lambda r: (r["group"], r["topic"], r["queue_id"])),
+        stuck=built.stuck, idle_consume_threads=built.idle_consume_threads, problems=built.problems,
+        skipped=[(str(p), why) for p, why in inputs.skipped],
+    )
+
+
+def _replay(built: Built, step: timedelta, spark: Any) -> list[Transition]:
+    from rules.loader import load_rule_files
+    from spark.evaluate import Evaluator
+    from spark.session import get_session
+
+    assert built.span is not None
+    rules = list(load_rule_files(["builtin"]).rules)
+    with tempfile.TemporaryDirectory(prefix="rocketwatch-analyze-") as tmp:
+        built.write(Path(tmp))
+        evaluator = Evaluator(spark or get_session(), tmp)
+        start, end = built.span
+        times = list(steps(start, end + STALE_AFTER, step))
+        return replay(evaluator.evaluate, rules, {r.alert: r.timing for r in rules}, times, STALE_AFTER)
+
+
+def _findings(built: Built, events: list[dict[str, Any]]) -> list[Finding]:
+    found: list[Finding] = []
+    by_group: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for e in events:
+        if e["group"]:
+            by_group[e["group"]].append(e)
+    for stuck in built.stuck:
+        t = stuck.thread
+        found.append(Finding(
+            stuck.group or stuck.jvm,
+            f"consume thread {t.thread} is stuck ({stuck.blocking}) in every dump: {t.top_frame}",
+            [f"called from {t.app_frame}" if t.app_frame else "no application frame above the client's",
+             f"state {t.state}, same stack in {t.dumps} dumps of {stuck.jvm}",
+             "a stuck handler pins the committed offset at its message: lag grows and a restart re-consumes "
+             "everything after it"],
+        ))
+    for group, group_events in sorted(by_group.items()):
+        found += _flow_control(group, group_events)
+        found += _membership(group, group_events)
+    found += _pinned_offsets(built)
+    for row in built.rows.get("topic_queue", []):
+        if row["topic_kind"] == "dlq" and row["max_offset"] > 0:
+            found.append(Finding(row["group"] or row["topic"], f"{row['max_offset']} message(s) in {row['topic']}",
+                                 ["each one failed 16 times (about 4 h 46 m of retries) and is out of the flow: "
+                                  "look at a few, fix the cause, re-send them"]))
+    slow = [(m, _slow_puts(m)) for m in built.rows.get("broker", []) if _slow_puts(m) > 0]
+    if slow:
+        worst, count = max(slow, key=lambda pair: pair[1])
+        found.append(Finding(worst["broker"], f"{len(slow)} minute(s) with puts of 500 ms or more (worst: {count} "
+                                              f"at {worst['ts']:%H:%M} UTC)",
+                             ["from store.log [PAGECACHERT]; a healthy broker puts in under 10 ms: producers wait, "
+                              "and every group on this broker sees messages late"]))
+    return found
+
+
+def _slow_puts(minute: dict[str, Any]) -> int:
+    return sum(minute.get(c) or 0 for c in ("put_latency_500ms_1s", "put_latency_1_2s", "put_latency_2_3s",
+                                             "put_latency_3_4s", "put_latency_4_5s", "put_latency_5_10s",
+                                             "put_latency_ge_10s"))
+
+
+def _flow_control(group: str, events: list[dict[str, Any]]) -> list[Finding]:
+    out = []
+    flows = [e for e in events if e["event"].startswith("flow_control")]
+    by_queue: dict[tuple[str, str, str, int], list[dict[str, Any]]] = defaultdict(list)
+    for e in flows:
+        by_queue[(e["event"], e["topic"], e["broker"], e["queue_id"])].append(e)
+    for (event, topic, broker, queue), rows in sorted(by_queue.items()):
+        kind = event.removeprefix("flow_control_")
+        peak = max(r["value"] or 0 for r in rows)
+        out.append(Finding(group, f"flow control ({kind}) on {topic}/{broker}/{queue} from {rows[0]['ts']:%H:%M:%S} "
+                                  f"to {rows[-1]['ts']:%H:%M:%S} UTC, {kind} up to {peak:.0f}",
+                           [f"client {rows[-1]['client_id'] or 'unknown'}; {len(rows)} log line(s), and the client "
+                            f"logs only every 1000th occurrence",
+                            "span: one message far behind the others has not finished; count/size: the handler "
+                            "is slower than the pulls"]))
+    return out
+
+
+def _membership(group: str, events: list[dict[str, Any]]) -> list[Finding]:
+    left = [e for e in events if e["event"] == "consumer_unregistered"]
+    dropped = [e for e in events if e["event"] == "consumer_channel_removed"]
+    changes = {(e["ts"], e["client_id"]) for e in events if e["event"] == "rebalance_assigned"}
+    if not left and not dropped and len(changes) <= 2:
+        return []
+    return [Finding(group, f"{len(changes)} rebalance(s), {len(left)} clean leave(s), {len(dropped)} dropped "
+                           f"connection(s)",
+                    ["every join, leave or drop makes the whole group rebalance; queues that move mid-flight "
+                     "are consumed again by their new owner"])]
+
+
+def _pinned_offsets(built: Built) -> list[Finding]:
+    out = []
+    maxima = {(r["topic"], r["queue_id"]): r["max_offset"] for r in built.rows.get("topic_queue", [])}
+    for facts in built.facts.get("stores", {}).values():
+        for key, queues in sorted(facts.get("committed", {}).items()):
+            topic, _, group = key.rpartition("@")
+            typical = statistics.median(queues.values()) if queues else 0
+            for queue, committed in sorted(queues.items()):
+                if len(queues) < 2 or typical <= 100 or committed >= typical * 0.1:
+                    continue
+                top = maxima.get((topic, queue))
+                lag = f"lag {top - committed} on this queue" if top is not None else (
+                    f"at least {typical - committed:.0f} behind its siblings")
+                out.append(Finding(group, f"{topic} queue {queue}: committed offset {committed} while its other "
+                                          f"queues are near {typical:.0f}",
+                                   ["the committed offset is the lowest message still being consumed: one message "
+                                    "has not finished, and everything after it will be consumed again on restart",
+                                    lag]))
+    return out

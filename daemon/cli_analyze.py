@@ -1,0 +1,47 @@
+"""`rocketwatch analyze PATH...`: broker/client logs, store directories and thread dumps, after the fact."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from datetime import timedelta
+from pathlib import Path
+
+from rules.durations import parse_duration
+
+
+def cmd_analyze(args: argparse.Namespace) -> int:
+    """Analyze the paths; print the report; exit 2 when nothing in them could be read."""
+    from daemon.analyze import render
+    from daemon.analyze.report import analyze
+
+    try:
+        step = parse_duration(args.step) if args.step else timedelta(minutes=1)
+    except ValueError as exc:
+        print(f"--step: {exc}", file=sys.stderr)
+        return 2
+    report = analyze([Path(p) for p in args.paths], cluster=args.cluster, client_tz=args.client_tz,
+                     broker=args.broker, step=step)
+    if not report.files:
+        for path, why in report.skipped:
+            print(f"{path}: {why}", file=sys.stderr)
+        print("nothing to analyze: give broker/client logs, a store directory or jstack files", file=sys.stderr)
+        return 2
+    print(render.as_json(report) if args.format == "json" else render.text(report), end="")
+    if args.html:
+        Path(args.html).write_text(render.html(report), encoding="utf-8")
+        print(f"report written to {args.html}", file=sys.stderr)
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add `analyze` to the command line."""
+    parser = sub.add_parser("analyze", help="post-mortem: logs, store dirs and thread dumps as one timeline")
+    parser.add_argument("paths", nargs="+", help="files or directories (searched recursively); .gz read too")
+    parser.add_argument("--format", choices=("text", "json"), default="text")
+    parser.add_argument("--html", help="also write a self-contained HTML report here")
+    parser.add_argument("--cluster", default="offline", help="cluster name to put on the rows")
+    parser.add_argument("--broker", help="broker name for store and broker logs (default: from the directory)")
+    parser.add_argument("--client-tz", help="zone of 4.9.x client log times (default UTC; 5.x logs are GMT+8)")
+    parser.add_argument("--step", default="1m", help="time between rule evaluations in the replay")
+    parser.set_defaults(func=cmd_analyze)

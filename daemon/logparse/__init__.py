@@ -1,0 +1,111 @@
+"""RocketMQ logs as sample rows: client, store and broker logs, 4.9.x and 5.x layouts.
+
+    kind = detect_log_kind(path)                       # "client", "store", "broker" or None
+    result = parse_log(path, cluster="prod")           # LogParse(kind, rows by table, unknown, problems)
+    parser = make_line_parser("client", "prod", "app-1")   # the same, line by line (the live collector)
+
+Rows go to `log_event` (see daemon/logparse/client_log.py and broker_side.py for the events) and,
+for store.log, to `broker` (the per-minute put-latency buckets), so the built-in rules run on them.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from daemon.logparse.base import LineParser
+from daemon.logparse.broker_side import HEAD, BrokerLogParser, StoreLogParser
+from daemon.logparse.client_log import HEAD_4, HEAD_5, ClientLogParser
+from daemon.logparse.lines import GMT8, Problem, open_text, zone_of
+
+__all__ = ["LogParse", "Problem", "detect_log_kind", "make_line_parser", "parse_log"]
+
+KINDS = ("client", "store", "broker")
+_SNIFF_LINES = 400
+# With isolateLogEnable the broker logs live under <brokerName>_<brokerId>/ (ref §5.4).
+_ISOLATED_DIR = re.compile(r"^(?P<broker>.+)_(?P<id>\d+)$")
+
+
+@dataclass
+class LogParse:
+    """What one file gave: rows per table, lines that meant nothing, lines that could not be read."""
+
+    path: Path
+    kind: str
+    rows: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    records: int = 0
+    unknown_lines: int = 0
+    problems: list[Problem] = field(default_factory=list)
+
+
+def detect_log_kind(path: Path | str) -> str | None:
+    """What a file is, from its first lines (names lie after copying): client, store, broker or None."""
+    path = Path(path)
+    try:
+        lines = []
+        for i, line in enumerate(open_text(path)):
+            lines.append(line)
+            if i >= _SNIFF_LINES:
+                break
+    except (OSError, EOFError, UnicodeError):
+        return None
+    text = "\n".join(lines)
+    store_lines = text.count("[PAGECACHERT]") + text.count("[STORETPS]")
+    broker_lines = sum(text.count(s) for s in ("consumer connected", "unregister a ", "create new topic", " main - "))
+    if store_lines and store_lines >= broker_lines:
+        return "store"
+    if any(HEAD_4.match(line) or HEAD_5.match(line) for line in lines) and (
+            "RocketmqClient" in text or "rebalanced result changed" in text or "so do flow control" in text
+            or ".client." in text or "MQClientInstance" in text):
+        return "client"
+    if any(HEAD.match(line) for line in lines):
+        return "broker"
+    return None
+
+
+def make_line_parser(
+    kind: str, cluster: str, host: str, tz: str | None = None, broker: str | None = None, path: Path | None = None,
+) -> LineParser:
+    """A parser for one log kind. `tz`: the zone of the timestamps (broker-side and 5.x client logs
+    are always GMT+8; a 4.9.x client log is in the JVM's zone, UTC unless told)."""
+    if kind not in KINDS:
+        raise ValueError(f"unknown log kind {kind!r}; expected one of {', '.join(KINDS)}")
+    broker_name, broker_id = _broker_of(path, broker)
+    if kind == "client":
+        return ClientLogParser(cluster, host, zone_of(tz or "UTC"), HEAD_4)
+    zone = zone_of(tz) if tz else GMT8
+    if kind == "store":
+        return StoreLogParser(cluster, host, zone, HEAD, broker=broker_name, broker_id=broker_id)
+    return BrokerLogParser(cluster, host, zone, HEAD, broker=broker_name)
+
+
+def parse_log(
+    path: Path | str, cluster: str, kind: str | None = None, tz: str | None = None, host: str | None = None,
+    broker: str | None = None,
+) -> LogParse:
+    """Parse a whole file (gzip'd too); bad lines become problems naming file and line, never an exception."""
+    path = Path(path)
+    kind = kind or detect_log_kind(path)
+    if kind is None:
+        return LogParse(path, "unknown", problems=[Problem(str(path), 0, "not a RocketMQ client, store or broker log")])
+    parser = make_line_parser(kind, cluster, host or path.parent.name or "local", tz, broker, path)
+    result = LogParse(path, kind)
+    lineno = 0
+    try:
+        for lineno, text in enumerate(open_text(path), start=1):
+            for table, row in parser.feed(text, str(path), lineno):
+                result.rows.setdefault(table, []).append(row)
+    except (OSError, EOFError) as exc:  # a truncated .gz: keep what was read
+        parser.problems.append(Problem(str(path), lineno + 1, f"file ends early: {exc}"))
+    result.records, result.unknown_lines, result.problems = parser.records, parser.unknown_lines, parser.problems
+    return result
+
+
+def _broker_of(path: Path | None, broker: str | None) -> tuple[str, int]:
+    if broker:
+        return broker, 0
+    if path is not None and (match := _ISOLATED_DIR.match(path.parent.name)):
+        return match["broker"], int(match["id"])
+    return "broker", 0
