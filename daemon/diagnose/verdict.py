@@ -166,6 +166,11 @@ def decide(target: Target, samples: Sequence[Sample], findings: Sequence[Finding
     # A cache at its limits, a frozen commit or a stuck thread is the consumer's own doing,
     # whatever the broker does; a slow broker starves consumers but does not fill their caches.
     consumer = _consumer_side(evidence, threads, strong=True)
+    if consumer is not None and not threads and not any({SPAN, BLOCKED} & set(e.marks) for e in evidence) \
+            and peer_list and all(p.lagging for p in peer_list):
+        # Full caches and slow commits in every group of the topic at once: what they share is
+        # the broker or the topic's traffic, not one team's handler.
+        consumer = None
     if consumer is None:
         broker = _broker_side(target, broker_findings, evidence, peer_list)
         if broker is not None:
@@ -224,7 +229,7 @@ def _broker_side(target: Target, broker_findings: Sequence[Finding], evidence: S
     lagging_here = sum(e.lag for e in evidence) > LAGGING_MESSAGES
     if lagging_here and peer_list and all(p.lagging for p in peer_list):
         head = (f"the broker side: every group on the topic lags ({target.group} and "
-                f"{', '.join(p.group for p in peer_list)}) while no consumer cache is at its limits")
+                f"{', '.join(p.group for p in peer_list)}): what they share is the broker or the topic's traffic")
         return "all groups lagging", head, ["AllGroupsLagging"]
     return None
 
