@@ -145,14 +145,14 @@ class Daemon:
 
     async def _tracked(self, job: Callable[..., Awaitable[None]], *args: object) -> None:
         # Every scheduled run registers itself so shutdown can wait for the one in flight.
-        task = asyncio.current_task()
-        if task is not None:
-            self._inflight.add(task)
-        try:
-            await job(*args)
-        finally:
-            if task is not None:
-                self._inflight.discard(task)
+        if self._stopping.is_set():
+            return  # fired just as shutdown began: nothing new starts (Spark may be stopping under it)
+        # The run is its own task, shielded: APScheduler cancels its executor's futures on shutdown,
+        # which would abandon an evaluation thread still building a plan while Spark is stopped.
+        task = asyncio.get_running_loop().create_task(job(*args), name=getattr(job, "__name__", "cycle"))
+        self._inflight.add(task)
+        task.add_done_callback(self._inflight.discard)
+        await asyncio.shield(task)
 
     def _open_state(self) -> None:
         self.db = StateDB(self.config.state_dir / "state.db")

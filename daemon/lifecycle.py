@@ -41,8 +41,17 @@ async def shutdown(daemon: Daemon) -> None:
         # errors to the log; the JVM ends with the process anyway.
         log.info("stopping: leaving Spark to exit with the process (an evaluation is still running)")
     elif daemon._evaluator is not None:
-        await asyncio.to_thread(stop_spark)
-        daemon.metrics.spark_up.set(0)
+        # Evaluations hold the store lock: taking it means none is building a plan on the session.
+        try:
+            await asyncio.wait_for(daemon._store_lock.acquire(), timeout=max(deadline - time.monotonic(), 1.0))
+        except TimeoutError:
+            log.info("stopping: leaving Spark to exit with the process (an evaluation still holds the store)")
+            return
+        try:
+            await asyncio.to_thread(stop_spark)
+            daemon.metrics.spark_up.set(0)
+        finally:
+            daemon._store_lock.release()
 
 
 def stop_spark() -> None:

@@ -74,8 +74,29 @@ def _config(tmp: Path, namesrv: str, slack: SlackServer, smtp: SmtpServer, http_
     return write_config(
         tmp, namesrv, http=f'listen: "127.0.0.1:{http_port}", token: "{HTTP_TOKEN}"', slack_url=slack.base_url,
         slack_token_env="LIFECYCLE_SLACK_TOKEN", smtp_port=smtp.port, smtp_password_env="LIFECYCLE_SMTP_PASSWORD",
-        span_for="4s", span_keep="2s", extra="daemon: {shutdown_timeout: 20s, watchdog_stall_after: 300s}",
+        span_for="4s", span_keep="2s",
+        extra=f"daemon: {{shutdown_timeout: 20s, watchdog_stall_after: 300s}}\nrules: [builtin, {tmp / 'site.yaml'}]",
     )
+
+
+QUIET_RULE = """groups:
+  - name: site
+    rules:
+      - alert: SitePutsAbsurd
+        kind: threshold
+        table: broker
+        value: put_failed_total
+        above: {warning: 1000000000}
+        summary: "{broker} failed {value} puts"
+        diagnosis: "a site rule that never fires"
+        next_steps: "none"
+"""
+BROKEN_RULE = QUIET_RULE.replace("value: put_failed_total", "value: no_such_column")
+CANARY_RULE = QUIET_RULE.replace("SitePutsAbsurd", "SiteCanary").replace("{warning: 1000000000}", "{warning: -1}")
+
+
+def _alert_rules(base: str) -> set[str]:
+    return {a["rule"] for a in json.loads(http("GET", f"{base}/api/alerts")[1])["alerts"] if a["state"] == "firing"}
 
 
 def _undelivered(state_db: Path) -> int:
@@ -93,6 +114,8 @@ def test_systemd_contract_json_logs_no_secrets_and_a_clean_stop(tmp_path):
         http_port = free_port()
         base = f"http://127.0.0.1:{http_port}"
         config = _config(tmp_path, sim.namesrv_addr, slack, smtp, http_port)
+        site = tmp_path / "site.yaml"
+        site.write_text(QUIET_RULE)
         log = tmp_path / "daemon.log"
         env = {
             "NOTIFY_SOCKET": str(notify.path), "WATCHDOG_USEC": str(WATCHDOG_USEC), "ROCKETWATCH_TEST_HOOKS": "1",
@@ -123,6 +146,23 @@ def test_systemd_contract_json_logs_no_secrets_and_a_clean_stop(tmp_path):
             # An alert fires and goes out; then Slack breaks and the resolve waits in the outbox.
             sim.trigger("block")
             wait_until(lambda: slack.messages and smtp.messages, 180, "the firing notification", log)
+
+            # SIGHUP with a broken rule file: refused with file:line, the running rules keep firing.
+            site.write_text(BROKEN_RULE)
+            proc.send_signal(signal.SIGHUP)
+            wait_until(lambda: "reload rejected" in log.read_text(), 30, "the rejected reload", log)
+            rejected = next(json.loads(ln)["msg"] for ln in log.read_text().splitlines()
+                            if ln.startswith("{") and "reload rejected" in ln)
+            assert f"{site}:7:16:" in rejected and "no_such_column" in rejected, rejected
+            time.sleep(5)
+            assert "ProcessQueueSpanTooLong" in _alert_rules(base)
+            # Fixed with a new rule + SIGHUP: the new rule fires, what was already told is not told again.
+            site.write_text(CANARY_RULE)
+            proc.send_signal(signal.SIGHUP)
+            wait_until(lambda: "SiteCanary" in _alert_rules(base), 60, "the new rule firing", log)
+            wait_until(lambda: len(slack.messages) == 2, 30, "the new rule's message", log)
+            assert sum("ProcessQueueSpanTooLong" in json.dumps(m) for m in slack.messages.values()) == 1
+
             slack.fail_next(10_000, error="internal_error", status=500)
             sim.trigger("release")
             state_db = tmp_path / "state" / "state.db"
