@@ -30,7 +30,8 @@ pytestmark = pytest.mark.acceptance
 SLACK_TOKEN = "xoxb-lifecycle-5ecret"
 SMTP_PASSWORD = "smtp-pa55word-lifecycle"
 HTTP_TOKEN = "http-t0ken-lifecycle"
-SECRETS = (SLACK_TOKEN, SMTP_PASSWORD, HTTP_TOKEN)
+ACL_SECRET = "acl-5ecret-lifecycle"
+SECRETS = (SLACK_TOKEN, SMTP_PASSWORD, HTTP_TOKEN, ACL_SECRET)
 WATCHDOG_USEC = 400_000  # pings every 0.2 s
 
 
@@ -71,12 +72,18 @@ class NotifySocket:
 
 
 def _config(tmp: Path, namesrv: str, slack: SlackServer, smtp: SmtpServer, http_port: int) -> Path:
-    return write_config(
+    path = write_config(
         tmp, namesrv, http=f'listen: "127.0.0.1:{http_port}", token: "{HTTP_TOKEN}"', slack_url=slack.base_url,
         slack_token_env="LIFECYCLE_SLACK_TOKEN", smtp_port=smtp.port, smtp_password_env="LIFECYCLE_SMTP_PASSWORD",
         span_for="4s", span_keep="2s",
         extra=f"daemon: {{shutdown_timeout: 20s, watchdog_stall_after: 300s}}\nrules: [builtin, {tmp / 'site.yaml'}]",
     )
+    # Every request is ACL-signed with a secret that must never show up anywhere.
+    namesrv_line = f'    namesrv: ["{namesrv}"]\n'
+    text = path.read_text()
+    assert namesrv_line in text
+    path.write_text(text.replace(namesrv_line, namesrv_line + "    security: {access_key: rwmonitor, secret_key_env: LIFECYCLE_ACL_SECRET}\n"))
+    return path
 
 
 QUIET_RULE = """groups:
@@ -120,6 +127,7 @@ def test_systemd_contract_json_logs_no_secrets_and_a_clean_stop(tmp_path):
         env = {
             "NOTIFY_SOCKET": str(notify.path), "WATCHDOG_USEC": str(WATCHDOG_USEC), "ROCKETWATCH_TEST_HOOKS": "1",
             "LIFECYCLE_SLACK_TOKEN": SLACK_TOKEN, "LIFECYCLE_SMTP_PASSWORD": SMTP_PASSWORD,
+            "LIFECYCLE_ACL_SECRET": ACL_SECRET,
         }
         proc = start_daemon(config, log, env, "--log-format", "json")
         try:
