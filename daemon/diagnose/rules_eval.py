@@ -25,7 +25,10 @@ log = logging.getLogger(__name__)
 # One evaluation over a few hundred rows: generating and compiling Java code for every operator
 # costs more than interpreting them. Measured cold (2 cores, load ~4): collect 7.8 s with codegen,
 # 5.6 s without; warm 3.1 s vs 1.6 s. Applies only when diagnose starts the session itself.
-INTERPRETED = {"spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
+INTERPRETED = {"spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.factoryMode": "NO_CODEGEN",
+               # A JVM that lives for one evaluation gains nothing from C2: C1 only starts the
+               # session in ~0.4 s less wait after sampling and evaluates ~1 s sooner (bench/diagnose.py).
+               "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1"}
 
 
 class SparkStarter:
