@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from datetime import timezone
 from typing import Any
@@ -14,7 +15,7 @@ TableRow = tuple[str, dict[str, Any]]
 
 
 @dataclass
-class LineParser:
+class LineParser(ABC):
     """Feeds one kind of log line by line; keeps what it needs between lines (client ids, last TPS)."""
 
     cluster: str
@@ -60,9 +61,9 @@ class LineParser:
             return None
         return Record(file, lineno, ts, match["level"], match["source"], match["message"])
 
+    @abstractmethod
     def handle(self, record: Record) -> list[TableRow] | None:
         """Rows for a record; None when the record means nothing to rocketwatch."""
-        raise NotImplementedError
 
     def event(self, record: Record, event: str, **values: Any) -> TableRow:
         """A log_event row for `record`."""
