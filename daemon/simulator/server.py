@@ -142,6 +142,13 @@ class Simulator:
             return namesrv_reply(self.model, cmd)
         return broker_reply(self.model, broker, cmd, self.namesrv_addr)
 
+    async def fast_forward(self, seconds: float) -> None:
+        """Jump the model `seconds` ahead of the wall clock (minutes of an incident in a test's second)."""
+        if seconds < 0:
+            raise ValueError(f"the simulator cannot go back in time ({seconds} s)")
+        self._model0 += seconds
+        self.advance()
+
     async def trigger(self, action: str) -> None:
         """Run a scenario action now (after bringing the model up to the present)."""
         self.advance()
@@ -254,6 +261,10 @@ class SimulatorThread:
     def trigger(self, action: str) -> None:
         """Run a scenario action on the simulator's loop and wait for it."""
         self._run(self._sim().trigger(action))
+
+    def fast_forward(self, seconds: float) -> None:
+        """Thread-safe `Simulator.fast_forward`: the model jumps `seconds` ahead."""
+        self._run(self._sim().fast_forward(seconds))
 
     def set_fault(
         self, broker: str, delay_s: float | None = None, refuse: bool | None = None, answer: str | None = None
