@@ -179,7 +179,7 @@ def decide(target: Target, samples: Sequence[Sample], findings: Sequence[Finding
                            next_steps=_steps(findings, wanted, runbook), **base)  # type: ignore[arg-type]
         consumer = _consumer_side(evidence, threads, strong=False)
     if consumer is None:
-        consumer = _failing(group, last, int(base["dlq_growth"]))  # type: ignore[call-overload]
+        consumer = _failing(group, last, int(base["dlq_growth"]), dlq_total)  # type: ignore[call-overload]
     if consumer is not None:
         scope, head, clients, queues, wanted = consumer
         if broker_findings:
@@ -196,7 +196,8 @@ def decide(target: Target, samples: Sequence[Sample], findings: Sequence[Finding
     return Verdict(status=HEALTHY, side="none", scope=None, headline=head, **base)  # type: ignore[arg-type]
 
 
-def _failing(group: str, last: Sample, dlq: int) -> tuple[str, str, list[str], list[str], list[str]] | None:
+def _failing(group: str, last: Sample, dlq: int, dlq_total: int = 0,
+             ) -> tuple[str, str, list[str], list[str], list[str]] | None:
     """Messages failing: dead letters during the samples, or clients reporting failed consumes."""
     status = [r for r in last.rows["consumer_status"] if r["group"] == group]
     failed_tps = sum(r["consume_failed_tps"] or 0.0 for r in status)
@@ -210,6 +211,9 @@ def _failing(group: str, last: Sample, dlq: int) -> tuple[str, str, list[str], l
         parts.append(f"its clients fail {failed_tps:.3g} message(s)/s (RECONSUME_LATER or an exception)")
     if dlq > 0:
         parts.append(f"{dlq} message(s) went to %DLQ%{group} during the samples (out of retries)")
+    elif dlq_total > 0:
+        # A few seconds of samples may see no new dead letter; the ones already there are the story.
+        parts.append(f"%DLQ%{group} holds {dlq_total} dead letter(s) (out of retries)")
     parts.append(f"%RETRY%{group} holds {retry_lag} waiting")
     head = f"this group's consumers, failing messages: {'; '.join(parts)}"
     if failing:

@@ -169,7 +169,9 @@ def running_info(client: ConsumerClient, now: float, namesrv_addr: str, jstack: 
         st = client.topic_status(topic, now)
         ok = _rate(st.consume_ok, now)
         status.append((topic, Bean(
-            consumeFailedMsgs=0, consumeFailedTPS=0.0, consumeOKTPS=ok,
+            # consumeFailedMsgs is the client's count over its stats window (the last minute here).
+            consumeFailedMsgs=round(st.consume_failed.tps(now) * min(60.0, max(now - st.consume_failed.start, 1.0))),
+            consumeFailedTPS=_rate(st.consume_failed, now), consumeOKTPS=ok,
             consumeRT=1000.0 / client.settings.consume_rate_per_thread if ok > 0 else 0.0,
             pullRT=st.pull_rt_sum / st.pull_rt_n if st.pull_rt_n else 0.0, pullTPS=_rate(st.pulled, now),
         )))  # fmt: skip

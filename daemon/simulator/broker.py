@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import heapq
 from array import array
 from collections import deque
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+from daemon.simulator.retry import DLQ_PREFIX, RETRY_PREFIX, Delayed, effective_max, retry_delay_s
+
 PERM_RW = 6  # PermName.PERM_READ | PERM_WRITE
+PERM_WRITE = 2  # PermName.PERM_WRITE: what a DLQ gets (nobody reads it by default)
 PERM_RWI = 7  # … | PERM_INHERIT: what a broker gives TBW102, the cluster and the broker "topics"
 
 
@@ -124,6 +128,8 @@ class Broker:
         self.fault = BrokerFault()
         self.topic_config_version = 0
         self.topic_config_timestamp = boot_epoch_ms
+        self.delayed: list[Delayed] = []  # sent-back messages waiting for redelivery (a heap)
+        self.reconsume_times: dict[tuple[str, int], int] = {}  # (%RETRY% topic, offset) -> attempts failed
 
     def add_topic(self, cfg: TopicConfig, epoch_ms: int) -> None:
         """Create (or replace) a topic and its consume queues."""
@@ -164,3 +170,23 @@ class Broker:
     def topics_with_offsets(self, group: str) -> list[str]:
         """Topics for which `group` has committed offsets on this broker."""
         return sorted({t for g, t, _ in self.consumer_offsets if g == group})
+
+    def send_back(self, group: str, size: int, failed_times: int, max_reconsume_times: int,
+                  now: float, epoch_ms: int) -> None:
+        """CONSUMER_SEND_MSG_BACK: hold the message for its retry delay, or dead-letter it."""
+        if failed_times > effective_max(max_reconsume_times):
+            dlq = DLQ_PREFIX + group
+            if dlq not in self.topics:
+                # The broker creates the DLQ on the first dead letter: write-only, one queue.
+                self.add_topic(TopicConfig(dlq, 1, 1, perm=PERM_WRITE), epoch_ms)
+            self.put(dlq, 0, now, epoch_ms, size)
+            return
+        heapq.heappush(self.delayed, Delayed(now + retry_delay_s(failed_times - 1), group, size, failed_times))
+
+    def deliver_due(self, now: float, epoch_ms: int) -> None:
+        """ScheduleMessageService: due sent-back messages move to their group's %RETRY% topic."""
+        while self.delayed and self.delayed[0].due <= now:
+            msg = heapq.heappop(self.delayed)
+            topic = RETRY_PREFIX + msg.group
+            offset = self.put(topic, 0, now, epoch_ms, msg.size)
+            self.reconsume_times[(topic, offset)] = msg.reconsume_times

@@ -11,6 +11,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from daemon.simulator.broker import Broker, MessageQueue, RateWindow
+from daemon.simulator.retry import FailurePlan
 
 MIB = 1024 * 1024
 FLOW_CONTROL_DELAY_S = 0.05  # PULL_TIME_DELAY_MILLS_WHEN_FLOW_CONTROL
@@ -107,6 +108,7 @@ class TopicStatus:
 
     consume_ok: RateWindow
     pulled: RateWindow
+    consume_failed: RateWindow
     pull_rt_sum: float = 0.0
     pull_rt_n: int = 0
 
@@ -140,7 +142,7 @@ class ConsumerClient:
         """The statusTable entry of a topic, created on first use."""
         st = self.status.get(topic)
         if st is None:
-            st = self.status[topic] = TopicStatus(RateWindow(now), RateWindow(now))
+            st = self.status[topic] = TopicStatus(RateWindow(now), RateWindow(now), RateWindow(now))
         return st
 
     def _flow_controlled(self, pq: ProcessQueue, now: float, now_ms: int) -> bool:
@@ -211,9 +213,11 @@ class ConsumerClient:
             self._flow_controlled(pq, now, now_ms)
 
     def consume_step(
-        self, dt: float, now: float, now_ms: int, poison: dict[tuple[MessageQueue, int], str]
+        self, dt: float, now: float, now_ms: int, poison: dict[tuple[MessageQueue, int], str],
+        failing: FailurePlan | None = None, brokers: dict[str, Broker] | None = None,
     ) -> None:
-        """Let the free threads finish pending messages; a poisoned message blocks its thread."""
+        """Let the free threads finish pending messages; a poisoned message blocks its thread, a failed
+        one is sent back to its broker (`failing`) before it leaves the ProcessQueue."""
         rate = self.settings.consume_rate_per_thread
         n = len(self.threads)
         # Rotate which thread looks first so that work (and blocking) spreads over the pool.
@@ -235,9 +239,17 @@ class ConsumerClient:
                     th.blocked_style = style
                     th.blocked_since_ms = now_ms
                     break
+                if failing is not None and brokers is not None and failing.fails(mq.topic, off):
+                    self._send_back(brokers[mq.broker], mq, pq.msgs[off], off, now, now_ms)
                 self._finish(mq, pq, off, now, now_ms)
             if not self.pending:
                 th.budget = min(th.budget, 1.0)  # an idle thread does not bank work
+
+    def _send_back(self, broker: Broker, mq: MessageQueue, size: int, off: int, now: float, now_ms: int) -> None:
+        # The attempt count travels with the message: a copy from %RETRY% carries its reconsumeTimes.
+        failed = broker.reconsume_times.get((mq.topic, off), 0) + 1
+        broker.send_back(self.group, size, failed, self.settings.max_reconsume_times, now, now_ms)
+        self.topic_status(mq.topic, now).consume_failed.add(now)
 
     def _finish(self, mq: MessageQueue, pq: ProcessQueue, off: int, now: float, now_ms: int) -> None:
         commit = pq.remove(off, now_ms)

@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 
 from daemon.simulator.broker import PERM_RWI, Broker, MessageQueue, TopicConfig
 from daemon.simulator.consumer import ConsumerClient, ConsumerSettings, ProcessQueue
+from daemon.simulator.retry import RETRY_PREFIX, FailurePlan
 
 STEP_S = 0.02  # one sub-step ≈ one pull round trip on a LAN
 PERSIST_INTERVAL_S = 5.0  # persistConsumerOffsetInterval
-RETRY_PREFIX = "%RETRY%"
 
 # Groups every 4.9.7 broker creates at boot (copied from the captured 201 body).
 SYSTEM_GROUPS = (
@@ -74,6 +74,7 @@ class ConsumerGroup:
     # (queue, offset) -> how the handler hangs on it ("sleep" or "socket"); any thread that takes
     # such a message never finishes it until released.
     poison: dict[tuple[MessageQueue, int], str] = field(default_factory=dict)
+    failing: FailurePlan | None = None  # which messages the handler fails (sent back, retried, dead-lettered)
 
     @property
     def subscribed(self) -> list[str]:
@@ -232,10 +233,12 @@ class ClusterModel:
             for bname, qid in p.queues:
                 for _ in range(n):
                     self.brokers[bname].put(p.topic, qid, t1, now_ms, p.size)
+        for broker in self.brokers.values():
+            broker.deliver_due(t1, now_ms)
         for group in self.groups.values():
             for client in group.clients:
                 client.pull_step(self.brokers, t1, now_ms, self.pull_delay_s)
-                client.consume_step(t1 - t0, t1, now_ms, group.poison)
+                client.consume_step(t1 - t0, t1, now_ms, group.poison, group.failing, self.brokers)
         if t1 - self._last_persist >= self.persist_interval_s - 1e-9:
             self._last_persist = t1
             for group in self.groups.values():

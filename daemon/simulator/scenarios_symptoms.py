@@ -14,6 +14,7 @@ from collections.abc import Callable
 from daemon.simulator.broker import MessageQueue
 from daemon.simulator.consumer import ConsumerSettings
 from daemon.simulator.model import ClusterModel
+from daemon.simulator.retry import FailurePlan
 from daemon.simulator.scenario import Scenario, _cluster, _order_traffic, stuck_consumer
 
 TOPIC = "OrderTopic"
@@ -223,6 +224,21 @@ def put_latency(
                             time_scale=time_scale, info=_info(broker="broker-b")), warmup)
 
 
+def dlq_growth(
+    time_scale: float = 1.0, start: float = 0.0, start_epoch_ms: int | None = None,
+    cluster: str = "DefaultCluster", warmup: float = WARMUP_S,
+) -> Scenario:
+    """Group A's handler fails every 10th message (bad data); with maxReconsumeTimes 2 they reach %DLQ% in 40 s."""
+    # 16 retries would take 4 h 46 m to dead-letter; a team that set maxReconsumeTimes=2 sees it in
+    # 10 s + 30 s, which is what makes the incident playable in a test.
+    settings_a = _settings()
+    settings_a.max_reconsume_times = 2
+    model = _two_groups(time_scale, start, start_epoch_ms, cluster, warmup, settings_a=settings_a)
+    model.groups[GROUP_A].failing = FailurePlan(every=10)
+    return _finish(Scenario("dlq-growth", dlq_growth.__doc__ or "", model, {},
+                            time_scale=time_scale, info=_info(failing=GROUP_A)), warmup)
+
+
 SYMPTOM_SCENARIOS: dict[str, Callable[..., Scenario]] = {
     "stuck-far-apart": stuck_far_apart,
     "one-stuck-message": one_stuck_message,
@@ -236,5 +252,6 @@ SYMPTOM_SCENARIOS: dict[str, Callable[..., Scenario]] = {
     "healthy-busy": healthy_busy,
     "dispatch-lag": dispatch_lag,
     "put-latency": put_latency,
+    "dlq-growth": dlq_growth,
 }
 

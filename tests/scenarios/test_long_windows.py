@@ -1,4 +1,4 @@
-"""Symptoms whose rules look back minutes (a stall of 3 m, churn over 10 m), played in seconds.
+"""Symptoms whose rules look back minutes (a stall of 3 m, churn or DLQ growth over 10 m), played in seconds.
 
 The simulator fast-forwards its model 30 s between collection cycles, and each cycle is stamped
 with the model's clock, so the store holds minutes of real-looking history: offsets, pulls and
@@ -31,6 +31,10 @@ CYCLES = 9  # four minutes of history: more than StuckMessage's 3 m stall
 TIMEOUT_S = 1.0
 
 CASES: dict[str, Case] = {
+    "dlq-growth": Case(
+        # Every 10th message fails three times (maxReconsumeTimes 2) and is dead-lettered: hundreds in 4 min.
+        [("DeadLetterQueueGrowing", {"group": GROUP_A}, "critical")],
+    ),
     "one-stuck-message": Case(
         [("StuckMessage", {"group": GROUP_A, "broker": "broker-a", "queue_id": "3"}, "warning")],
         # The same hung message also freezes the queue's committed offset while its lag grows.

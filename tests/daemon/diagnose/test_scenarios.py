@@ -59,3 +59,28 @@ def test_healthy_busy_is_healthy(spark: object) -> None:
     verdict, _ = _diagnose("healthy-busy")
     assert verdict.status == "healthy" and verdict.exit_code == 0, verdict.headline  # type: ignore[attr-defined]
     assert not any(e.marks for e in verdict.evidence)  # type: ignore[attr-defined]
+
+
+def test_two_stuck_messages_far_apart_name_the_queue_its_span_and_both_threads(spark: object) -> None:
+    verdict, client = _diagnose("stuck-far-apart")
+    assert (verdict.status, verdict.side, verdict.scope) == ("problem", "consumer", "one queue")  # type: ignore[attr-defined]
+    assert verdict.queues == ["OrderTopic/broker-a/3"] and verdict.clients == [client]  # type: ignore[attr-defined]
+    assert "span 3626 > 2000" in verdict.headline and len(verdict.threads) == 2  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(("scenario", "scope", "broker"), [
+    ("put-latency", "put latency", "broker-b"),
+    ("dispatch-lag", "dispatch behind", "broker-a"),
+])
+def test_store_trouble_points_at_that_broker_not_the_consumers(spark: object, scenario: str, scope: str,
+                                                                 broker: str) -> None:
+    verdict, _ = _diagnose(scenario)
+    assert (verdict.status, verdict.side, verdict.scope) == ("problem", "broker", scope)  # type: ignore[attr-defined]
+    assert f"on {broker} " in verdict.headline and verdict.clients == []  # type: ignore[attr-defined]
+
+
+def test_dead_letters_name_the_dlq_and_the_failing_client(spark: object) -> None:
+    verdict, client = _diagnose("dlq-growth")
+    assert (verdict.status, verdict.side, verdict.scope) == ("problem", "consumer", "failing messages")  # type: ignore[attr-defined]
+    assert f"%DLQ%{GROUP_A}" in verdict.headline and verdict.clients == [client]  # type: ignore[attr-defined]
+    assert verdict.dlq_total > 0 and verdict.exit_code == 1  # type: ignore[attr-defined]
