@@ -93,8 +93,10 @@ class ClusterModel:
         start_epoch_ms: int = 1_795_304_100_000,
         seed: int = 7,
         persist_interval_s: float = PERSIST_INTERVAL_S,
+        step_s: float = STEP_S,
     ) -> None:
         self.cluster = cluster
+        self.step_s = step_s  # coarser for thousands of queues, so the model keeps up with the clock
         self.start = start
         self.now = start
         self.start_epoch_ms = start_epoch_ms
@@ -219,9 +221,9 @@ class ClusterModel:
         )
 
     def tick(self, now: float) -> None:
-        """Advance the cluster to model time `now` in sub-steps of at most STEP_S."""
+        """Advance the cluster to model time `now` in sub-steps of at most `step_s`."""
         while self.now < now - 1e-9:
-            t1 = min(now, self.now + STEP_S)
+            t1 = min(now, self.now + self.step_s)
             self._step(self.now, t1)
             self.now = t1
         self.now = max(self.now, now)  # absorb float dust so scheduled events land on their time

@@ -185,3 +185,7 @@ def build_scenario(name: str, time_scale: float = 1.0, **kwargs: object) -> Scen
 from daemon.simulator.scenarios_symptoms import SYMPTOM_SCENARIOS  # noqa: E402
 
 SCENARIOS.update(SYMPTOM_SCENARIOS)
+
+from daemon.simulator.scenario_scale import scale  # noqa: E402
+
+SCENARIOS["scale"] = scale
