@@ -313,6 +313,7 @@ async def collect_cluster(
     groups: dict[str, list[str]] = {}
     found: ClusterInfo | None = None
     try:
+        admin.new_cycle()
         namesrv = list(namesrv_addrs)
         found = await _discover(cycle, namesrv)
         if found is not None:

@@ -49,6 +49,10 @@ class AdminClient:
     def __init__(self, client: RemotingClient) -> None:
         self.client = client
 
+    def new_cycle(self) -> None:
+        """A collection cycle starts: addresses in reconnect backoff are dialled once more."""
+        self.client.backoff.retry_now()
+
     async def _call(
         self,
         addr: str,

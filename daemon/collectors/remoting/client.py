@@ -17,6 +17,7 @@ import time
 from dataclasses import dataclass, field
 
 from daemon.collectors.remoting.acl import AclCredentials, signed_fields
+from daemon.collectors.remoting.backoff import ReconnectBackoff
 from daemon.collectors.remoting.codes import CLIENT_VERSION, request_name
 from daemon.collectors.remoting.errors import (
     RemotingConnectError,
@@ -106,6 +107,7 @@ class RemotingClient:
         self._opaque = itertools.count()
         self._server_versions: dict[str, int] = {}
         self._closed = False
+        self.backoff = ReconnectBackoff()
 
     def server_version(self, addr: str) -> int | None:
         """The version ordinal `addr` reported in its latest response (ref §1.5), if any."""
@@ -126,22 +128,34 @@ class RemotingClient:
                 return conn
             if self._closed:
                 raise RemotingConnectionLost(addr, "client is closed")
-            host, port = split_addr(addr)
-            wait = max(0.0, min(self.connect_timeout, deadline - time.monotonic()))
+            blocked = self.backoff.blocked(addr)
+            if blocked is not None:
+                raise RemotingConnectError(addr, blocked)
             try:
-                reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port, ssl=self.ssl_context), wait)
-            except TimeoutError:
-                raise RemotingConnectError(addr, f"no TCP connection within {wait:.3g} s") from None
-            except ConnectionRefusedError:
-                raise RemotingConnectError(addr, "connection refused (nothing listens there)") from None
-            except ssl.SSLError as exc:
-                raise RemotingConnectError(addr, f"TLS handshake failed: {exc.reason or exc}") from None
-            except OSError as exc:
-                raise RemotingConnectError(addr, exc.strerror or str(exc)) from None
+                reader, writer = await self._open(addr, deadline)
+            except RemotingConnectError as exc:
+                delay = self.backoff.failed(addr, exc.reason)
+                log.debug("connect to %s failed (%s); next attempt in %.1f s", addr, exc.reason, delay)
+                raise
+            self.backoff.succeeded(addr)
             conn = _Connection(addr, reader, writer)
             conn.reader_task = asyncio.create_task(self._read_loop(conn), name=f"remoting-reader {addr}")
             self._conns[addr] = conn
             return conn
+
+    async def _open(self, addr: str, deadline: float) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        host, port = split_addr(addr)
+        wait = max(0.0, min(self.connect_timeout, deadline - time.monotonic()))
+        try:
+            return await asyncio.wait_for(asyncio.open_connection(host, port, ssl=self.ssl_context), wait)
+        except TimeoutError:
+            raise RemotingConnectError(addr, f"no TCP connection within {wait:.3g} s") from None
+        except ConnectionRefusedError:
+            raise RemotingConnectError(addr, "connection refused (nothing listens there)") from None
+        except ssl.SSLError as exc:
+            raise RemotingConnectError(addr, f"TLS handshake failed: {exc.reason or exc}") from None
+        except OSError as exc:
+            raise RemotingConnectError(addr, exc.strerror or str(exc)) from None
 
     async def _read_loop(self, conn: _Connection) -> None:
         error: RemotingError

@@ -48,6 +48,10 @@ class FakeAdmin:
         self.call_timeout = call_timeout
         self.faults: dict[tuple[str, str], Any] = {}
         self.calls: list[tuple[str, str]] = []
+        self.cycles = 0
+
+    def new_cycle(self) -> None:
+        self.cycles += 1
 
     async def _fault(self, call: str, key: str, code: RequestCode, addr: str) -> None:
         self.calls.append((call, key))
