@@ -154,7 +154,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     host, _, port = args.listen.rpartition(":")
 
     async def serve() -> None:
-        sim = await start_simulator(args.scenario, host=host or "127.0.0.1", namesrv_port=int(port or 0))
+        sim = await start_simulator(args.scenario, host=host or "127.0.0.1", namesrv_port=int(port or 0),
+                                    server_version=args.broker_version)
         print(f"scenario {args.scenario}: namesrv {sim.namesrv_addr}", flush=True)
         for name, addr in sorted(sim.broker_addrs.items()):
             print(f"  broker {name} {addr}", flush=True)
@@ -163,8 +164,12 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         finally:
             await sim.stop()
 
-    with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(serve())
+    try:
+        with contextlib.suppress(KeyboardInterrupt):
+            asyncio.run(serve())
+    except (KeyError, ValueError) as exc:  # an unknown scenario or broker version
+        print(f"rocketwatch simulate: {exc.args[0] if exc.args else exc}", file=sys.stderr)
+        return 2
     return 0
 
 
@@ -220,6 +225,8 @@ def build_parser() -> argparse.ArgumentParser:
     simulate.add_argument("--scenario", default="healthy")
     simulate.add_argument("--listen", default="127.0.0.1:9876", help="namesrv address (brokers get free ports)")
     simulate.add_argument("--list", action="store_true", help="list the scenarios")
+    simulate.add_argument("--broker-version", type=int, default=407,
+                          help="MQVersion ordinal the brokers answer with: 407 = 4.9.7 (default), 479 = 5.3.3")
     simulate.set_defaults(func=cmd_simulate)
 
     tables = sub.add_parser("tables", help="print the sample tables and their columns")

@@ -47,6 +47,7 @@ TOPIC_QUEUE = "topic_queue"
 BROKER = "broker"
 
 BROADCASTING = "BROADCASTING"
+CONSUME_POP = "CONSUME_POP"
 
 @dataclass
 class CollectResult:
@@ -281,7 +282,10 @@ async def _collect_group(cycle: _Cycle, group: str, addrs: list[str]) -> None:
         cycle.clients += len(conn.connections)
         broadcasting = conn.message_model == BROADCASTING
         cycle.consumer_client.extend(consumer_client_rows(cycle.cluster, cycle.now, group, conn))
-        tasks += [_running_info(cycle, addr, group, cid) for cid in sorted(set(conn.client_ids))]
+        if conn.consume_type != CONSUME_POP:
+            # POP clients (5.x) keep no ProcessQueue: the broker holds their state, so running info
+            # has nothing for process_queue and is not asked (broker-side tables still fill).
+            tasks += [_running_info(cycle, addr, group, cid) for cid in sorted(set(conn.client_ids))]
     if not broadcasting:
         # Broadcasting groups keep offsets on the clients; the broker's ConsumeStats mean nothing (ref §7).
         tasks += [_consume_stats(cycle, addr, group) for addr in addrs]

@@ -27,6 +27,15 @@ from daemon.simulator.model import ClusterModel, ConsumerGroup
 
 SERVER_VERSION = 407  # V4_9_7
 VERSION_DESC = "V4_9_7"
+# MQVersion ordinals the simulator can emulate (ref §1.5); 5.x is 413 and up.
+VERSION_DESCS = {407: "V4_9_7", 409: "V4_9_8", 413: "V5_0_0", 433: "V5_1_0", 453: "V5_2_0", 473: "V5_3_0",
+                 475: "V5_3_1", 479: "V5_3_3"}
+V5_0_0, V5_1_0 = 413, 433
+
+
+def version_desc(version: int) -> str:
+    """`MQVersion.getVersionDesc` of an ordinal the simulator knows."""
+    return VERSION_DESCS[version]
 
 
 def _mq(mq: MessageQueue) -> Bean:
@@ -112,7 +121,7 @@ def consumer_connection(group: ConsumerGroup) -> Bean | None:
             for c in group.clients
         ],
         consumeFromWhere=group.settings.consume_from_where,
-        consumeType="CONSUME_PASSIVELY",
+        consumeType=group.consume_type,
         messageModel="CLUSTERING",
         subscriptionTable=subs,
     )
@@ -186,7 +195,7 @@ def running_info(client: ConsumerClient, now: float, namesrv_addr: str, jstack: 
 
 
 def consume_stats(model: ClusterModel, broker: Broker, group: str, topic: str | None) -> Bean:
-    """208 ConsumeStats of one broker (4.9.7: no pullOffset)."""
+    """208 ConsumeStats of one broker (pullOffset from 5.1.0 on)."""
     g = model.groups.get(group)
     topics = [topic] if topic else string_hash_order(broker.topics_with_offsets(group))
     entries: list[tuple[MessageQueue, Bean]] = []
@@ -202,8 +211,11 @@ def consume_stats(model: ClusterModel, broker: Broker, group: str, topic: str | 
             max_off = cq.max_offset if cq else 0
             commit = max(broker.committed(group, t, q), 0)
             last = cq.store_time(commit - 1) if cq and commit > 0 else 0
-            entries.append((MessageQueue(t, broker.name, q),
-                            Bean(brokerOffset=max_off, consumerOffset=commit, lastTimestamp=last)))  # fmt: skip
+            entry = Bean(brokerOffset=max_off, consumerOffset=commit, lastTimestamp=last)
+            if model.version >= V5_1_0:
+                # 5.1+: where the group's last pull left off, so lag splits into in-flight and waiting.
+                entry["pullOffset"] = max(commit, broker.pull_offsets.get((group, t, q), commit))
+            entries.append((MessageQueue(t, broker.name, q), entry))
         stats = broker.group_get_stats.get((group, t))
         tps += stats.tps(model.now) if stats else 0.0
     return Bean(consumeTps=float(tps), offsetTable=_mq_map(entries))
@@ -287,7 +299,7 @@ def runtime_info(model: ClusterModel, broker: Broker) -> Bean:
         "msgGetTotalTodayNow": str(gets), "queryThreadPoolQueueSize": "0", "bootTimestamp": str(broker.boot_epoch_ms),
         "msgPutTotalYesterdayMorning": "0", "msgGetTotalYesterdayMorning": "0", "pullThreadPoolQueueSize": "0",
         "commitLogMinOffset": "0", "pullThreadPoolQueueHeadWaitTimeMills": "0", "runtime": _runtime_text(up_s),
-        "dispatchMaxBuffer": "0", "brokerVersion": str(SERVER_VERSION), "putTps": _tps_text(broker.put_stats, now),
+        "dispatchMaxBuffer": "0", "brokerVersion": str(model.version), "putTps": _tps_text(broker.put_stats, now),
         "getMissTps": _tps_text(broker.get_stats, now), "getTransferedTps": _tps_text(broker.get_stats, now),
         "commitLogDiskRatio_/home/rocketmq/store/commitlog": "0.25", "EndTransactionQueueSize": "0",
         "getTotalTps": _tps_text(broker.get_stats, now), "consumeQueueDiskRatio": "0.25",
@@ -295,7 +307,7 @@ def runtime_info(model: ClusterModel, broker: Broker) -> Bean:
         "EndTransactionThreadPoolQueueCapacity": "100000", "putMessageFailedTimes": "0", "putLatency999": "1.00",
         "commitLogMaxOffset": str(broker.put_bytes), "getMessageEntireTimeMax": "12", "msgPutTotalTodayMorning": "0",
         "putMessageTimesTotal": str(max(puts, 1)), "putLatency99": "0.99", "msgGetTotalTodayMorning": "0",
-        "brokerVersionDesc": VERSION_DESC, "sendThreadPoolQueueSize": "0", "startAcceptSendRequestTimeStamp": "0",
+        "brokerVersionDesc": version_desc(model.version), "sendThreadPoolQueueSize": "0", "startAcceptSendRequestTimeStamp": "0",
         "putMessageEntireTimeMax": "8", "earliestMessageTimeStamp": str(first_ts),
         "commitLogDirCapacity": "Total : 252.0 GiB, Free : 189.0 GiB.", "remainTransientStoreBufferNumbs": "2147483647",
         "queryThreadPoolQueueCapacity": "20000",
@@ -303,8 +315,26 @@ def runtime_info(model: ClusterModel, broker: Broker) -> Bean:
         "putMessageSizeTotal": str(broker.put_bytes), "sendThreadPoolQueueCapacity": "10000",
         "pullThreadPoolQueueCapacity": "100000",
     }  # fmt: skip
+    if model.version >= V5_0_0:
+        table.update(_runtime_5x(table, model.version))
     table.update(model.runtime_overrides.get(broker.name, {}))
     return Bean(table=JavaMap((k, table[k]) for k in string_hash_order(table, 64)))
+
+
+def _runtime_5x(table: dict[str, str], version: int) -> dict[str, str]:
+    """The keys a 5.x broker spells or adds differently (ref §3.8)."""
+    changed = {
+        "getTransferredTps": table.pop("getTransferedTps"), "brokerVersionDesc": version_desc(version),
+        "brokerActive": "true", "timerReadBehind": "0", "timerOffsetBehind": "0", "timerCongestNum": "0",
+        "timerEnqueueTps": "0.0", "timerDequeueTps": "0.0", "litePullThreadPoolQueueSize": "0",
+        "litePullThreadPoolQueueCapacity": "20000", "ackThreadPoolQueueSize": "0",
+        "ackThreadPoolQueueCapacity": "10000",
+    }
+    if version <= 479:  # brokerVersion was removed after 5.3.3
+        changed["brokerVersion"] = str(version)
+    else:
+        table.pop("brokerVersion", None)
+    return changed
 
 
 def consumed_by(model: ClusterModel, broker: Broker, topic: str) -> Bean:

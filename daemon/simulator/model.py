@@ -75,6 +75,8 @@ class ConsumerGroup:
     # such a message never finishes it until released.
     poison: dict[tuple[MessageQueue, int], str] = field(default_factory=dict)
     failing: FailurePlan | None = None  # which messages the handler fails (sent back, retried, dead-lettered)
+    # CONSUME_POP for 5.x POP consumers: the broker tracks their offsets, the clients hold no ProcessQueue.
+    consume_type: str = "CONSUME_PASSIVELY"
 
     @property
     def subscribed(self) -> list[str]:
@@ -97,6 +99,7 @@ class ClusterModel:
     ) -> None:
         self.cluster = cluster
         self.step_s = step_s  # coarser for thousands of queues, so the model keeps up with the clock
+        self.version = 407  # the brokers' MQVersion ordinal (V4_9_7); 413+ answers as 5.x
         self.start = start
         self.now = start
         self.start_epoch_ms = start_epoch_ms

@@ -22,7 +22,7 @@ from daemon.collectors.remoting.frame import (
     encode,
     read_command,
 )
-from daemon.simulator.bodies import SERVER_VERSION
+from daemon.simulator.bodies import SERVER_VERSION, VERSION_DESCS
 from daemon.simulator.broker import Broker
 from daemon.simulator.dispatch import Reply, broker_reply, namesrv_reply
 from daemon.simulator.model import ClusterModel
@@ -207,7 +207,14 @@ async def start_simulator(
     server_version: int = SERVER_VERSION,
     **scenario_options: Any,
 ) -> Simulator:
-    """Build (or take) a scenario and serve it; returns once every port is listening."""
+    """Build (or take) a scenario and serve it; returns once every port is listening.
+
+    `server_version` is the brokers' MQVersion ordinal: 407 (4.9.7) by default; 413 and up answer as
+    5.x (pullOffset in ConsumeStats from 433, 5.x runtime-info keys).
+    """
+    if server_version not in VERSION_DESCS:
+        raise ValueError(f"cannot emulate broker version {server_version}; known: "
+                         + ", ".join(f"{v} ({d})" for v, d in VERSION_DESCS.items()))
     if isinstance(scenario, str):
         sc = build_scenario(
             scenario, time_scale=time_scale, start_epoch_ms=int(time.time() * 1000), **scenario_options
@@ -217,6 +224,7 @@ async def start_simulator(
         if sc.model.now == sc.model.start:
             # An untouched model starts "now", so its timestamps look like a live cluster's.
             sc.model.start_epoch_ms = int(time.time() * 1000)
+    sc.model.version = server_version
     sim = Simulator(sc, host, server_version)
     await sim._start(namesrv_port)
     return sim
