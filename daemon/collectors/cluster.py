@@ -73,6 +73,8 @@ class _Cycle:
     call_timeout: float
     semaphore: asyncio.Semaphore
     selection: Selection = field(default_factory=Selection)
+    per_target: int = 4
+    _target_slots: dict[str, asyncio.Semaphore] = field(default_factory=dict)
     health: list[dict[str, Any]] = field(default_factory=list)
     process_queue: list[dict[str, Any]] = field(default_factory=list)
     consumer_queue: list[dict[str, Any]] = field(default_factory=list)
@@ -99,7 +101,10 @@ class _Cycle:
         Errors of the `answers` types are expected answers (206 for an offline group): the call
         counts as ok, and the error is returned for the caller to interpret.
         """
-        async with self.semaphore:
+        # Bounded twice: overall, and per broker, so one slow broker cannot hold every slot of the
+        # cycle and no broker sees more than `per_target` of our requests at once.
+        slot = self._target_slots.setdefault(target, asyncio.Semaphore(self.per_target))
+        async with slot, self.semaphore:
             start = time.perf_counter()
             value: T | None = None
             error: Exception | None = None
@@ -302,6 +307,7 @@ async def collect_cluster(
     *,
     call_timeout: float,
     concurrency: int = 8,
+    per_broker: int = 4,
     selection: Selection | None = None,
     topic_lists: TopicListCache | None = None,
 ) -> CollectResult:
@@ -312,7 +318,7 @@ async def collect_cluster(
     """
     now = now.replace(tzinfo=UTC) if now.tzinfo is None else now.astimezone(UTC)
     cycle = _Cycle(admin, cluster_name, now, call_timeout, asyncio.Semaphore(max(1, concurrency)),
-                   selection or Selection())
+                   selection or Selection(), per_target=max(1, per_broker))
     masters: list[tuple[str, str]] = []
     groups: dict[str, list[str]] = {}
     found: ClusterInfo | None = None

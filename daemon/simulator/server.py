@@ -49,6 +49,8 @@ class Simulator:
         self._model0 = self.model.now
         self._ticker: asyncio.Task[None] | None = None
         self.frozen = False  # answers come from a model that stands still (tests compare rows with it)
+        self.inflight: dict[str, int] = {}  # server name -> requests being answered now
+        self.peak_inflight: dict[str, int] = {}  # … and the most at once (what a collector asks in parallel)
 
     def model_time(self) -> float:
         """Model time that corresponds to the present wall-clock moment."""
@@ -109,6 +111,14 @@ class Simulator:
                 await writer.wait_closed()
 
     async def _answer(self, name: str, cmd: RemotingCommand, writer: asyncio.StreamWriter) -> None:
+        self.inflight[name] = self.inflight.get(name, 0) + 1
+        self.peak_inflight[name] = max(self.peak_inflight.get(name, 0), self.inflight[name])
+        try:
+            await self._answer_one(name, cmd, writer)
+        finally:
+            self.inflight[name] -= 1
+
+    async def _answer_one(self, name: str, cmd: RemotingCommand, writer: asyncio.StreamWriter) -> None:
         broker = self.model.brokers.get(name)
         if broker is not None and broker.fault.delay_s > 0:
             await asyncio.sleep(broker.fault.delay_s)

@@ -86,3 +86,19 @@ def test_every_client_and_every_consumed_topic_queue_is_there(cycle) -> None:
     assert {(r["group"], r["client_id"]) for r in result.rows["consumer_client"]} == expected["clients"]
     got = {(r["topic"], r["broker"], r["queue_id"]): r["max_offset"] for r in result.rows["topic_queue"]}
     assert got == expected["topics"]  # no %DLQ% rows: no dead letter yet, so the topics do not exist
+
+
+def test_no_broker_is_asked_more_than_its_share_at_once() -> None:
+    """Overall 8 calls at a time, at most 4 on one broker: a slow broker cannot take every slot."""
+    with SimulatorThread("healthy") as sim:
+        sim.set_fault("broker-a", delay_s=0.2)
+
+        async def run() -> CollectResult:
+            async with RemotingClient(default_timeout=5.0, connect_timeout=2.0) as client:
+                return await collect_cluster(AdminClient(client), "DefaultCluster", [sim.namesrv_addr],
+                                             datetime.now(UTC), call_timeout=5.0, concurrency=8, per_broker=4)
+
+        result = asyncio.run(run())
+        peaks = dict(sim.sim.peak_inflight)  # type: ignore[union-attr]  # read after the cycle, nothing in flight
+    assert not [r for r in result.rows["collector_health"] if not r["ok"]]
+    assert 1 < peaks["broker-a"] <= 4 and max(peaks.values()) <= 4, peaks
