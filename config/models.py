@@ -165,6 +165,7 @@ class CollectConfig(_Strict):
     interval: Duration = timedelta(seconds=30)
     timeout: Duration = Field(default=timedelta(seconds=5), description="per call")
     concurrency: int = Field(default=8, ge=1, le=256, description="calls in flight per cluster")
+    per_broker: int = Field(default=4, ge=1, le=256, description="of those, calls in flight to one broker or name server")
 
 
 class EvaluateConfig(_Strict):

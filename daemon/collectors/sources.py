@@ -25,6 +25,7 @@ async def collect_sources(
             await collect_cluster(
                 admin, cluster.name, cluster.namesrv, now,
                 call_timeout=collect.timeout.total_seconds(), concurrency=collect.concurrency,
+                per_broker=collect.per_broker,
                 selection=cluster.selection(), topic_lists=TOPIC_LISTS,
             )
         )
