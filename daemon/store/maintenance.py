@@ -57,6 +57,7 @@ def maintain_store(root: Path, now: datetime, settings: MaintenanceConfig) -> Ma
     started = time.monotonic()
     report = recover_store(root, temp_grace=settings.compact_after)
     if not root.is_dir():
+        log.info("store maintenance: nothing to do yet, no store at %s (the first cycle creates it)", root)
         return report
     for part in hour_partitions(root):
         if part.end + settings.compact_after <= now:
