@@ -102,3 +102,13 @@ def test_no_broker_is_asked_more_than_its_share_at_once() -> None:
         peaks = dict(sim.sim.peak_inflight)  # type: ignore[union-attr]  # read after the cycle, nothing in flight
     assert not [r for r in result.rows["collector_health"] if not r["ok"]]
     assert 1 < peaks["broker-a"] <= 4 and max(peaks.values()) <= 4, peaks
+
+
+def test_every_client_reports_status_per_topic_and_every_queue_its_consume_delay(cycle) -> None:
+    result, expected = cycle
+    topics_per_client = {(g, c): {t for (g2, t, _, _, c2) in expected["pqs"] if (g2, c2) == (g, c)}
+                         for g, c in expected["clients"]}
+    got = {(r["group"], r["client_id"], r["topic"]) for r in result.rows["consumer_status"]}
+    assert got == {(g, c, t) for (g, c), topics in topics_per_client.items() for t in topics}
+    normal = [r for r in result.rows["consumer_queue"] if r["topic_kind"] == "normal"]
+    assert len(normal) == 7_200 and all(r["consume_delay_ms"] is not None for r in normal)
