@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from functools import reduce
 from pathlib import Path
@@ -27,11 +27,17 @@ from rules.tables import TABLES
 from spark.kinds import KINDS
 from spark.kinds.common import OUTPUT_COLUMNS, lookback
 from spark.kinds.fused import fusable, plan_fused
+from spark.newest import at_times, newest_times, reads_newest_only
 from spark.render import to_finding
-from spark.store_reader import partition_paths, read_window
+from spark.store_reader import partition_paths, read_window, window_rows
 from spark.views import VIEW_DEFS, compute_view
 
 log = logging.getLogger(__name__)
+
+# Below this many rows in a table's lookback, the extra job that finds the newest sample times
+# costs more than it saves (a few cycles of a small cluster, diagnose's samples, the rule tests).
+# At 16k queue series (336k rows per table) pruning took the evaluation from 10.3 s to 8.2 s.
+PRUNE_MIN_ROWS = 50_000
 
 
 def needed(rule: RuleBase, stale_after: timedelta) -> timedelta:
@@ -42,9 +48,12 @@ def needed(rule: RuleBase, stale_after: timedelta) -> timedelta:
 class Evaluator:
     """Reads each table's window once, plans every rule on it, collects all findings at once."""
 
-    def __init__(self, spark: SparkSession, store_root: str | Path) -> None:
+    def __init__(self, spark: SparkSession, store_root: str | Path, prune_min_rows: int | None = PRUNE_MIN_ROWS) -> None:
         self.spark = spark
         self.store_root = Path(store_root)
+        # Newest-sample pruning (spark/newest.py) for tables whose window holds at least this many
+        # rows; None turns it off.
+        self.prune_min_rows = prune_min_rows
 
     def plan(self, rules: Sequence[RuleBase], now: datetime, stale_after: timedelta) -> DataFrame | None:
         """The union of every rule's output for `now`, or None when no rule has data to read."""
@@ -53,29 +62,71 @@ class Evaluator:
         for rule in rules:
             by_table[rule.table].append(rule)
         windows, present = self._windows(by_table, now, stale_after)
+        live = {name: rs for name, rs in by_table.items() if self._sources(name)[0] in present}
+        # No samples yet (a fresh store, a collector not configured): nothing to find, and nothing
+        # to call no_data either, since no series was ever seen in the window.
+        big = {name: rs for name, rs in live.items() if self._worth_pruning(self._sources(name)[0], rs, now, stale_after)}
+        times = self._newest_times(big, windows, now, stale_after)
         outputs: list[DataFrame] = []
-        for name, table_rules in by_table.items():
-            sources = VIEW_DEFS[name].sources if name in VIEW_DEFS else (name,)
-            if sources[0] not in present:
-                # No samples yet (a fresh store, a collector not configured): nothing to find, and
-                # nothing to call no_data either, since no series was ever seen in the window.
-                continue
-            frame = compute_view(name, windows) if name in VIEW_DEFS else windows[name]
-            fused: dict[timedelta, list[RuleBase]] = defaultdict(list)
-            for rule in table_rules:
-                if fusable(rule):
-                    fused[rule.stale_after or stale_after].append(rule)
-            for stale, group in fused.items():
-                try:
-                    outputs.append(plan_fused(group, frame, now, stale))
-                except Exception:
-                    log.exception("rules %s: cannot fuse their plans; planning them one by one",
-                                  ", ".join(r.alert for r in group))
-                    outputs.extend(self._plan_each(group, frame, now, stale_after))
-            outputs.extend(self._plan_each([r for r in table_rules if not fusable(r)], frame, now, stale_after))
+        for name, table_rules in live.items():
+            newest = [r for r in table_rules if name in times and reads_newest_only(r)]
+            if newest:
+                outputs.extend(self._plan_table(newest, self._frame(name, at_times(
+                    windows, self._sources(name), times[name])), now, stale_after))
+            rest = [r for r in table_rules if r not in newest]
+            if rest:
+                outputs.extend(self._plan_table(rest, self._frame(name, windows), now, stale_after))
         if not outputs:
             return None
         return reduce(DataFrame.unionByName, outputs).select(*OUTPUT_COLUMNS)
+
+    def _worth_pruning(self, table: str, rules: Sequence[RuleBase], now: datetime, stale_after: timedelta) -> bool:
+        """True when newest-only rules read `table` and its lookback holds at least prune_min_rows rows."""
+        newest = [r for r in rules if reads_newest_only(r)]
+        if self.prune_min_rows is None or not newest:
+            return False
+        if self.prune_min_rows <= 0:
+            return True
+        start = now - max(lookback(r.stale_after or stale_after) for r in newest)
+        return window_rows(self.store_root, TABLES[table], start, now) >= self.prune_min_rows
+
+    @staticmethod
+    def _sources(name: str) -> tuple[str, ...]:
+        return VIEW_DEFS[name].sources if name in VIEW_DEFS else (name,)
+
+    @staticmethod
+    def _frame(name: str, windows: Mapping[str, DataFrame]) -> DataFrame:
+        return compute_view(name, windows) if name in VIEW_DEFS else windows[name]
+
+    @staticmethod
+    def _newest_times(by_table: Mapping[str, list[RuleBase]], windows: Mapping[str, DataFrame], now: datetime,
+                      stale_after: timedelta) -> dict[str, list[datetime]]:
+        """Per table or view with newest-only rules: the sample times that are some series' newest."""
+        starts = {}
+        for name, table_rules in by_table.items():
+            newest = [r for r in table_rules if reads_newest_only(r)]
+            if newest:
+                start = now - max(lookback(r.stale_after or stale_after) for r in newest)
+                starts[name] = (start, newest[0].table_def.key)
+        return newest_times(windows, starts, now)
+
+    def _plan_table(self, table_rules: Sequence[RuleBase], frame: DataFrame, now: datetime,
+                    stale_after: timedelta) -> list[DataFrame]:
+        """The plans of the rules reading one table (or view) frame; threshold rules fused per stale_after."""
+        outputs: list[DataFrame] = []
+        fused: dict[timedelta, list[RuleBase]] = defaultdict(list)
+        for rule in table_rules:
+            if fusable(rule):
+                fused[rule.stale_after or stale_after].append(rule)
+        for stale, group in fused.items():
+            try:
+                outputs.append(plan_fused(group, frame, now, stale))
+            except Exception:
+                log.exception("rules %s: cannot fuse their plans; planning them one by one",
+                              ", ".join(r.alert for r in group))
+                outputs.extend(self._plan_each(group, frame, now, stale_after))
+        outputs.extend(self._plan_each([r for r in table_rules if not fusable(r)], frame, now, stale_after))
+        return outputs
 
     @staticmethod
     def _plan_each(rules: Sequence[RuleBase], frame: DataFrame, now: datetime,

@@ -5,6 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -33,6 +35,19 @@ def partition_paths(root: str | Path, table: Table, start: datetime, end: dateti
             paths.append(str(directory))
         hour += timedelta(hours=1)
     return paths
+
+
+def window_rows(root: str | Path, table: Table, start: datetime, end: datetime) -> int:
+    """Rows in the Parquet files of `table`'s partitions overlapping [start, end], from their footers."""
+    total = 0
+    for directory in partition_paths(root, table, start, end):
+        for path in Path(directory).iterdir():
+            if path.suffix == ".parquet" and not path.name.startswith("."):
+                try:
+                    total += pq.read_metadata(path).num_rows
+                except (OSError, pa.ArrowInvalid):
+                    continue  # a file being replaced by compaction: the count is only a size hint
+    return total
 
 
 def with_derived(df: DataFrame, table: Table) -> DataFrame:

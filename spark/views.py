@@ -20,10 +20,16 @@ from spark.schema import SPARK_TYPES
 
 @dataclass(frozen=True)
 class ViewDef:
-    """How to compute one view: the tables it reads (the first is required) and the builder."""
+    """How to compute one view: the tables it reads (the first is required) and the builder.
+
+    `rows` gives, from the same windows, the rows that make the view's rows: a view row exists at
+    (ts, key) exactly when `rows` has one there (the other sources are joined on). The evaluator
+    uses it to find each view series' newest sample time without building the view.
+    """
 
     sources: tuple[str, ...]
     build: Callable[[Mapping[str, DataFrame]], DataFrame]
+    rows: Callable[[Mapping[str, DataFrame]], DataFrame]
 
 
 def _typed(df: DataFrame, view: Table) -> DataFrame:
@@ -35,10 +41,14 @@ def _sum0(column: str | Column) -> Column:
     return F.coalesce(F.sum(column), F.lit(0))
 
 
+def _normal_queues(w: Mapping[str, DataFrame]) -> DataFrame:
+    return w["consumer_queue"].where(F.col("topic_kind") != "retry")
+
+
 def _consumer_group(w: Mapping[str, DataFrame]) -> DataFrame:
     queues = w["consumer_queue"]
     cycle = ["ts", "cluster", "group"]
-    per_topic = queues.where(F.col("topic_kind") != "retry").groupBy(*cycle, "topic").agg(
+    per_topic = _normal_queues(w).groupBy(*cycle, "topic").agg(
         F.count("*").alias("queues"), _sum0("lag").alias("lag"), _sum0("available").alias("available"),
         F.max("consume_delay_ms").alias("max_consume_delay_ms"),
     )
@@ -83,9 +93,12 @@ def _consumer_group(w: Mapping[str, DataFrame]) -> DataFrame:
     return rows
 
 
+def _held_queues(w: Mapping[str, DataFrame]) -> DataFrame:
+    return w["process_queue"].where(~F.col("dropped"))
+
+
 def _queue_owner(w: Mapping[str, DataFrame]) -> DataFrame:
-    held = w["process_queue"].where(~F.col("dropped"))
-    return held.groupBy("ts", "cluster", "group", "topic", "broker", "queue_id").agg(
+    return _held_queues(w).groupBy("ts", "cluster", "group", "topic", "broker", "queue_id").agg(
         F.count_distinct("client_id").alias("owners"),
         F.array_join(F.array_sort(F.collect_set("client_id")), ",").alias("clients"),
     )
@@ -104,9 +117,10 @@ def _topic_activity(w: Mapping[str, DataFrame]) -> DataFrame:
 
 
 VIEW_DEFS: dict[str, ViewDef] = {
-    "consumer_group": ViewDef(("consumer_queue", "consumer_client", "consumer_status", "topic_queue"), _consumer_group),
-    "queue_owner": ViewDef(("process_queue",), _queue_owner),
-    "topic_activity": ViewDef(("topic_queue", "broker"), _topic_activity),
+    "consumer_group": ViewDef(("consumer_queue", "consumer_client", "consumer_status", "topic_queue"),
+                              _consumer_group, _normal_queues),
+    "queue_owner": ViewDef(("process_queue",), _queue_owner, _held_queues),
+    "topic_activity": ViewDef(("topic_queue", "broker"), _topic_activity, lambda w: w["topic_queue"]),
 }
 
 

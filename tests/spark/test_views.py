@@ -103,3 +103,41 @@ def test_rules_with_windows_and_peers_read_views_cycle_by_cycle(write, evaluate)
     assert (found["DlqGrowing"].severity, found["DlqGrowing"].annotations["summary"]) == ("critical", "orders: +85")
     assert found["OneGroupLags"].annotations["summary"] == "orders lags 8000, peers 30"
     assert set(found) == {"DlqGrowing", "OneGroupLags"}
+
+
+def test_views_keep_each_series_newest_cycle_when_pruned_to_newest_times(write, spark, tmp_path):
+    """Rows that end at different cycles: every view series is judged at its own newest cycle, with the
+    peers of that cycle, whether or not the evaluator reads only the newest sample times."""
+    from rules.loader import load_rule_files
+    from spark.evaluate import Evaluator
+    from tests.spark.kind_samples import NOW, STALE, rule_yaml
+
+    old, new = at(40), at(10)
+    # Queue 2: held by a@1 and b@1 in the old cycle, dropped by both in the new one (no row of the new
+    # cycle makes an owner row for it): its newest owner row is the old one.
+    write("process_queue", [pq_row(old, "g", 0, "a@1"), pq_row(old, "g", 2, "a@1"), pq_row(old, "g", 2, "b@1"),
+                            pq_row(new, "g", 0, "a@1"), pq_row(new, "g", 2, "a@1", dropped=True),
+                            pq_row(new, "g", 2, "b@1", dropped=True)])
+    # "gone" last reported in the old cycle, beside "fine"; only "fine" is left in the new one.
+    write("consumer_queue", [cq_row(old, "gone", 0, broker_offset=9000, consumer_offset=1000),
+                             cq_row(old, "fine", 0, broker_offset=9000, consumer_offset=9000),
+                             cq_row(new, "fine", 0, broker_offset=9100, consumer_offset=9100),
+                             cq_row(old, "gone", 0, topic="%RETRY%gone", broker_offset=5, consumer_offset=5),
+                             cq_row(new, "gone", 0, topic="%RETRY%gone", broker_offset=5, consumer_offset=5)])
+    rules_path = tmp_path / "rules.yaml"
+    rules_path.write_text(rule_yaml(
+        {"alert": "Owners", "kind": "threshold", "table": "queue_owner", "value": "owners", "above": {"warning": 0},
+         "summary": "{queue_id}: {clients}"},
+        {"alert": "Peers", "kind": "threshold", "table": "consumer_group", "value": "lag", "above": {"warning": -1},
+         "summary": "{group}: {peer_groups_lagging}/{peer_groups}"},
+    ))
+    rules = load_rule_files([rules_path]).rules
+
+    def summaries(prune_min_rows):
+        found = Evaluator(spark, tmp_path / "store", prune_min_rows=prune_min_rows).evaluate(rules, NOW, STALE)
+        return sorted((f.rule, f.annotations["summary"], f.value) for f in found)
+
+    expected = [("Owners", "0: a@1", 1.0), ("Owners", "2: a@1,b@1", 2.0),
+                ("Peers", "fine: 0/0", 0.0), ("Peers", "gone: 0/1", 8000.0)]
+    assert summaries(None) == expected
+    assert summaries(0) == expected
