@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import pyarrow.parquet as pq  # noqa: E402
 
-from bench.store_gen import write_store  # noqa: E402
+from bench.store_gen import STEP, write_cycle, write_store  # noqa: E402
 from rules.loader import load_rule_files  # noqa: E402
 from spark.evaluate import Evaluator  # noqa: E402
 from spark.session import get_session  # noqa: E402
@@ -84,9 +84,11 @@ def measure(series: int, runs: int, spark) -> dict:
         findings = evaluator.evaluate(rules, now, STALE)  # warm-up: JIT, plan caches, OS page cache
         timings = []
         for i in range(runs):
-            # A new `now` each run, as the daemon's cycles have: same-now runs would reuse generated code.
+            # As the daemon's cycles: one more collection cycle written (untimed), evaluated at its time.
+            cycle = now + STEP * (i + 1)
+            write_cycle(root, series, CYCLES + i, cycle)
             t0 = time.monotonic()
-            evaluator.evaluate(rules, now + timedelta(seconds=i + 1), STALE)
+            evaluator.evaluate(rules, cycle, STALE)
             timings.append(time.monotonic() - t0)
         rows = _rows_in_store(root)
         duck = _duckdb(root, runs)

@@ -126,12 +126,16 @@ def cycle_tables(series: int, step: int, ts: datetime) -> dict[str, pa.Table]:
 
 def write_store(root: str | os.PathLike[str], series: int, cycles: int, now: datetime) -> int:
     """Write `cycles` cycles ending at `now` into the store at `root`; returns the rows written."""
+    return sum(write_cycle(root, series, step, (now - STEP * (cycles - 1 - step)).astimezone(UTC))
+               for step in range(cycles))
+
+
+def write_cycle(root: str | os.PathLike[str], series: int, step: int, ts: datetime) -> int:
+    """Write one collection cycle (the `step`-th) at `ts` into the store at `root`; returns the rows written."""
     rows = 0
-    for step in range(cycles):
-        ts = (now - STEP * (cycles - 1 - step)).astimezone(UTC)
-        for name, table in cycle_tables(series, step, ts).items():
-            directory = partition_dir(Path(root), name, ts)
-            directory.mkdir(parents=True, exist_ok=True)
-            pq.write_table(table, directory / f"{ts:%Y%m%dT%H%M%S%f}-{uuid.uuid4().hex[:8]}.parquet")
-            rows += table.num_rows
+    for name, table in cycle_tables(series, step, ts).items():
+        directory = partition_dir(Path(root), name, ts)
+        directory.mkdir(parents=True, exist_ok=True)
+        pq.write_table(table, directory / f"{ts:%Y%m%dT%H%M%S%f}-{uuid.uuid4().hex[:8]}.parquet")
+        rows += table.num_rows
     return rows

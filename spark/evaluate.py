@@ -27,7 +27,8 @@ from rules.tables import TABLES
 from spark.kinds import KINDS
 from spark.kinds.common import OUTPUT_COLUMNS, lookback
 from spark.kinds.fused import fusable, plan_fused
-from spark.newest import at_times, newest_times, reads_newest_only
+from spark.newest import at_times, reads_newest_only
+from spark.newest_state import NewestTimes, Wanted
 from spark.render import to_finding
 from spark.store_reader import partition_paths, read_window, window_rows
 from spark.views import VIEW_DEFS, compute_view
@@ -54,6 +55,7 @@ class Evaluator:
         # Newest-sample pruning (spark/newest.py) for tables whose window holds at least this many
         # rows; None turns it off.
         self.prune_min_rows = prune_min_rows
+        self._newest = NewestTimes(spark, store_root)
 
     def plan(self, rules: Sequence[RuleBase], now: datetime, stale_after: timedelta) -> DataFrame | None:
         """The union of every rule's output for `now`, or None when no rule has data to read."""
@@ -66,7 +68,10 @@ class Evaluator:
         # No samples yet (a fresh store, a collector not configured): nothing to find, and nothing
         # to call no_data either, since no series was ever seen in the window.
         big = {name: rs for name, rs in live.items() if self._worth_pruning(self._sources(name)[0], rs, now, stale_after)}
-        times = self._newest_times(big, windows, now, stale_after)
+        times = self._newest.times([
+            Wanted(name, rs[0].table_def.key, now - max(lookback(r.stale_after or stale_after)
+                                                         for r in rs if reads_newest_only(r)))
+            for name, rs in big.items()], now) if big else {}
         outputs: list[DataFrame] = []
         for name, table_rules in live.items():
             newest = [r for r in table_rules if name in times and reads_newest_only(r)]
@@ -97,18 +102,6 @@ class Evaluator:
     @staticmethod
     def _frame(name: str, windows: Mapping[str, DataFrame]) -> DataFrame:
         return compute_view(name, windows) if name in VIEW_DEFS else windows[name]
-
-    @staticmethod
-    def _newest_times(by_table: Mapping[str, list[RuleBase]], windows: Mapping[str, DataFrame], now: datetime,
-                      stale_after: timedelta) -> dict[str, list[datetime]]:
-        """Per table or view with newest-only rules: the sample times that are some series' newest."""
-        starts = {}
-        for name, table_rules in by_table.items():
-            newest = [r for r in table_rules if reads_newest_only(r)]
-            if newest:
-                start = now - max(lookback(r.stale_after or stale_after) for r in newest)
-                starts[name] = (start, newest[0].table_def.key)
-        return newest_times(windows, starts, now)
 
     def _plan_table(self, table_rules: Sequence[RuleBase], frame: DataFrame, now: datetime,
                     stale_after: timedelta) -> list[DataFrame]:

@@ -45,6 +45,7 @@ class Simulator:
         self._servers: dict[str, asyncio.Server] = {}
         self._ports: dict[str, int] = {}
         self._conns: set[asyncio.Task[None]] = set()
+        self._conns_of: dict[str, set[asyncio.Task[None]]] = {}
         self._mono0 = time.monotonic()
         self._model0 = self.model.now
         self._ticker: asyncio.Task[None] | None = None
@@ -81,6 +82,9 @@ class Simulator:
             task = asyncio.create_task(self._serve(name, r, w))
             self._conns.add(task)
             task.add_done_callback(self._conns.discard)
+            served = self._conns_of.setdefault(name, set())
+            served.add(task)
+            task.add_done_callback(served.discard)
 
         server = await asyncio.start_server(handler, self.host, port)
         self._ports[name] = server.sockets[0].getsockname()[1]
@@ -189,6 +193,9 @@ class Simulator:
             if refuse:
                 server = self._servers.pop(broker)
                 server.close()
+                # A crashed broker drops its open connections too, not only its listening port.
+                for task in list(self._conns_of.get(broker, ())):
+                    task.cancel()
                 await server.wait_closed()
             else:
                 self._servers[broker] = await self._listen(broker, self._ports[broker])

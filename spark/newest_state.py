@@ -1,0 +1,143 @@
+"""Each series' newest sample time, kept between evaluations and updated from the new files only.
+
+Newest-sample pruning (spark/newest.py) needs, per table or view, the times that are some
+series' newest sample in the lookback. Finding them by scanning the lookback every cycle cost
+1.9 s of a 9 s evaluation at 16k series (six tables and views, 336k rows each). The daemon
+evaluates the same store cycle after cycle, so this keeps, per table or view, every series'
+newest time seen so far (at or before `now`) and reads only the files it has not read yet: one
+cycle's file per table.
+
+The kept times are exact for a store that only grows: a series' newest time at or before `now`
+is the largest of its rows' times, and every row of a file read counts once it is not after
+`now`. Anything else starts over from the whole lookback: `now` going backwards (replay, a
+clock step), or a file that was read disappearing (compaction rewrote its hour, recovery moved
+it aside).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from functools import reduce
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from rules.tables import TABLES
+from spark.schema import stored_schema
+from spark.store_reader import partition_paths, with_derived
+from spark.views import VIEW_DEFS
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class _Kept:
+    """What is known of one table or view: each series' newest time, and the files it came from."""
+
+    newest: pa.Table | None = None  # columns `_series` (the key as JSON) and `ts`
+    files: set[str] = field(default_factory=set)
+
+
+@dataclass(frozen=True)
+class Wanted:
+    """One table or view whose newest times are wanted: its series key and lookback start."""
+
+    name: str
+    key: tuple[str, ...]
+    start: datetime
+
+
+def _source(name: str) -> str:
+    # A view's rows (ViewDef.rows) come from its first source alone.
+    return VIEW_DEFS[name].sources[0] if name in VIEW_DEFS else name
+
+
+def _max_ts(path: str) -> datetime | None:
+    """The largest ts in a Parquet file, from its footer statistics (None when it has none)."""
+    meta = pq.read_metadata(path)
+    index = meta.schema.to_arrow_schema().get_field_index("ts")
+    highest = None
+    for group in range(meta.num_row_groups):
+        stats = meta.row_group(group).column(index).statistics
+        if stats is None or not stats.has_min_max:
+            return None
+        value = stats.max if isinstance(stats.max, datetime) else None
+        if value is None:
+            return None
+        value = value.replace(tzinfo=UTC) if value.tzinfo is None else value
+        highest = value if highest is None or value > highest else highest
+    return highest
+
+
+class NewestTimes:
+    """Per table or view, the sample times that are some series' newest, updated incrementally."""
+
+    def __init__(self, spark: SparkSession, root: str | Path) -> None:
+        self.spark = spark
+        self.root = Path(root)
+        self._kept: dict[str, _Kept] = {}
+        self._now: datetime | None = None
+
+    def times(self, wanted: Sequence[Wanted], now: datetime) -> dict[str, list[datetime]]:
+        """For each wanted table or view: the newest sample times of its series in [start, now]."""
+        if self._now is not None and now < self._now:
+            self._kept.clear()  # time went backwards: what was kept may be newer than `now`
+        self._now = now
+        reads: dict[str, list[str]] = {}
+        for want in wanted:
+            dirs = partition_paths(self.root, TABLES[_source(want.name)], want.start, now)
+            files = {str(p) for d in dirs for p in Path(d).iterdir()
+                     if p.suffix == ".parquet" and not p.name.startswith(".")}
+            kept = self._kept.setdefault(want.name, _Kept())
+            # Files of hours the lookback has left are forgotten; their series' times stay.
+            kept.files = {f for f in kept.files if str(Path(f).parent) in dirs}
+            if kept.files - files:
+                log.info("%s: a file read earlier is gone (compaction or recovery); reading the lookback again",
+                         want.name)
+                kept = self._kept[want.name] = _Kept()
+            reads[want.name] = sorted(files - kept.files)
+        self._read_new(wanted, reads, now)
+        out: dict[str, list[datetime]] = {}
+        for want in wanted:
+            newest = self._kept[want.name].newest
+            if newest is None:
+                out[want.name] = []
+                continue
+            recent = pc.filter(newest["ts"], pc.greater_equal(newest["ts"], pa.scalar(want.start, newest["ts"].type)))
+            out[want.name] = sorted(v for v in pc.unique(recent).to_pylist() if v is not None)
+        return out
+
+    def _read_new(self, wanted: Sequence[Wanted], reads: Mapping[str, list[str]], now: datetime) -> None:
+        """One Spark job over the new files of every wanted name; merges the results into what is kept."""
+        parts: list[DataFrame] = []
+        for want in wanted:
+            paths = reads[want.name]
+            if not paths:
+                continue
+            source = TABLES[_source(want.name)]
+            schema = stored_schema(source)
+            df = with_derived(self.spark.read.schema(schema).parquet(*paths).select(*schema.fieldNames()), source)
+            rows = VIEW_DEFS[want.name].rows({source.name: df}) if want.name in VIEW_DEFS else df
+            newest = rows.where(F.col("ts") <= F.lit(now)).groupBy(*want.key).agg(F.max("ts").alias("ts"))
+            parts.append(newest.select(F.lit(want.name).alias("_name"),
+                                       F.to_json(F.struct(*want.key)).alias("_series"), "ts"))
+        if not parts:
+            return
+        found = reduce(DataFrame.unionByName, parts).toArrow()
+        for want in wanted:
+            paths = reads[want.name]
+            if not paths:
+                continue
+            mine = found.filter(pc.equal(found["_name"], want.name)).select(["_series", "ts"])
+            kept = self._kept[want.name]
+            merged = mine if kept.newest is None else pa.concat_tables([kept.newest, mine.cast(kept.newest.schema)])
+            kept.newest = merged.group_by("_series").aggregate([("ts", "max")]).rename_columns(["_series", "ts"])
+            # A file with rows after `now` is read again next time, when they count.
+            kept.files.update(p for p in paths if (_max_ts(p) or now) <= now)
