@@ -35,7 +35,11 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
         else:
             print(f"ERROR: could not collect group {args.group}: {exc}", file=sys.stderr)
         return EXIT_COLLECT_FAILED
-    print(as_json(verdict, timings) if args.format == "json" else as_text(verdict))
+    print(as_json(verdict, timings) if args.format == "json" else as_text(verdict), flush=True)
+    if opts.spark_master.startswith("local"):
+        from daemon.diagnose.warmup import start_in_background
+
+        start_in_background()  # the first run on a machine: the next ones start Spark faster
     return verdict.exit_code
 
 

@@ -25,10 +25,18 @@ log = logging.getLogger(__name__)
 # One evaluation over a few hundred rows: generating and compiling Java code for every operator
 # costs more than interpreting them. Measured cold (2 cores, load ~4): collect 7.8 s with codegen,
 # 5.6 s without; warm 3.1 s vs 1.6 s. Applies only when diagnose starts the session itself.
-INTERPRETED = {"spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.factoryMode": "NO_CODEGEN",
-               # A JVM that lives for one evaluation gains nothing from C2: C1 only starts the
-               # session in ~0.4 s less wait after sampling and evaluates ~1 s sooner (bench/diagnose.py).
-               "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1"}
+INTERPRETED = {"spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
+# A JVM that lives for one evaluation gains nothing from C2: C1 only starts the session in ~0.4 s
+# less wait after sampling and evaluates ~1 s sooner (bench/diagnose.py).
+SHORT_LIVED_JVM = "-XX:TieredStopAtLevel=1"
+
+
+def session_conf() -> dict[str, str]:
+    """Spark settings for diagnose's one evaluation: interpreted operators, C1 only, Spark's classes
+    from the class-data-sharing archive (spark/class_archive.py) once a run has written it."""
+    from spark.class_archive import java_options
+
+    return {**INTERPRETED, "spark.driver.extraJavaOptions": f"{SHORT_LIVED_JVM} {java_options()}".strip()}
 
 
 class SparkStarter:
@@ -45,7 +53,7 @@ class SparkStarter:
         try:
             from spark.session import get_session
 
-            self._session = get_session(self._master, INTERPRETED)
+            self._session = get_session(self._master, session_conf())
         except BaseException as exc:  # reported to the operator by session(), not lost in a thread
             self._error = exc
 

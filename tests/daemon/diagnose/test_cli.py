@@ -6,8 +6,21 @@ import json
 import socket
 import subprocess
 import sys
+import time
+from pathlib import Path
+
+import pytest
 
 from daemon.simulator import SimulatorThread
+
+
+@pytest.fixture(autouse=True)
+def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Each test's own cache directory, where diagnose keeps its Spark class archive; no warm-up
+    JVM left running behind a test unless it asks for one."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setenv("ROCKETWATCH_CLASS_ARCHIVE", "off")
+    return tmp_path / "cache" / "rocketwatch"
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -41,3 +54,23 @@ def test_unknown_group_json_exits_2() -> None:
 def test_bad_every_is_a_usage_error() -> None:
     result = _run("--namesrv", "127.0.0.1:1", "--group", "g", "--every", "soon")
     assert result.returncode == 2 and "--every" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_first_run_leaves_a_class_archive_the_next_run_starts_from(cache: Path, monkeypatch) -> None:
+    monkeypatch.delenv("ROCKETWATCH_CLASS_ARCHIVE")
+    with SimulatorThread("healthy", time_scale=0.1) as sim:
+        args = ("--namesrv", sim.namesrv_addr, "--group", "orderConsumerA", "--samples", "2", "--every", "1s",
+                "--format", "json")
+        first = _run(*args)
+        assert first.returncode == 0, first.stderr[-2000:]
+        assert json.loads(first.stdout)["status"] == "healthy"
+        # The warm-up runs detached after the verdict; it moves its archive into place when done.
+        deadline = time.monotonic() + 300
+        while not list(cache.glob("*.jsa")) and time.monotonic() < deadline:
+            time.sleep(1)
+        (archive,) = cache.glob("*.jsa")
+        assert archive.stat().st_size > 10 * 2**20, "Spark's classes were archived"
+        second = _run(*args)
+    assert second.returncode == 0, second.stderr[-2000:]
+    assert json.loads(second.stdout)["status"] == "healthy"  # nothing from the JVM on stdout
+    assert [p.name for p in cache.iterdir()] == [archive.name], "no second warm-up, nothing left half-done"

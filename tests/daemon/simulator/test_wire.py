@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
 import socket
 import time
@@ -208,6 +209,23 @@ def test_a_slow_or_refusing_broker() -> None:
         assert call(sim.broker_addrs["broker-a"], 28).code == 0
         sim.set_fault("broker-b", refuse=False)
         assert call(addr, 28).code == 0
+
+
+def test_a_broker_that_goes_down_drops_its_open_connections() -> None:
+    with SimulatorThread("healthy") as sim:
+        host, port = sim.broker_addrs["broker-b"].rsplit(":", 1)
+        with socket.create_connection((host, int(port)), timeout=5) as sock:
+            sock.sendall(encode(RemotingCommand(code=28, opaque=1, version=401)))
+            assert read_frame(sock).code == 0
+            sim.set_fault("broker-b", refuse=True)
+            # A crashed broker's peers see the connection end, not a socket that stays silent.
+            with contextlib.suppress(OSError):
+                sock.sendall(encode(RemotingCommand(code=28, opaque=2, version=401)))
+            sock.settimeout(5)
+            received = b"reset"
+            with contextlib.suppress(ConnectionResetError):
+                received = sock.recv(1)
+            assert received in (b"", b"reset")
 
 
 def test_release_action_over_the_thread_api() -> None:
