@@ -44,6 +44,21 @@ def _rows_in_store(root: Path) -> dict[str, int]:
     return counts
 
 
+def _jvm_rss_mib() -> float | None:
+    """Resident memory of the JVM pyspark launched (the driver, in local mode), from /proc."""
+    from pyspark import SparkContext
+
+    proc = getattr(SparkContext._gateway, "proc", None)
+    try:
+        status = Path(f"/proc/{proc.pid}/status").read_text() if proc is not None else ""
+    except OSError:
+        return None
+    for line in status.splitlines():
+        if line.startswith("VmRSS:"):
+            return round(int(line.split()[1]) / 1024, 1)
+    return None
+
+
 def _jvm_used_mib(spark) -> float:
     runtime = spark.sparkContext._jvm.java.lang.Runtime.getRuntime()
     return round((runtime.totalMemory() - runtime.freeMemory()) / 2**20, 1)
@@ -98,7 +113,7 @@ def measure(series: int, runs: int, spark) -> dict:
         "rows_scanned": sum(rows.values()), "rows_by_table": rows,
         "evaluate_s": [round(t, 2) for t in timings], "evaluate_median_s": round(median, 2),
         "target_s": TARGETS_S.get(series), "driver_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
-        "jvm_used_mib": _jvm_used_mib(spark), "duckdb_reference": duck,
+        "jvm_used_mib": _jvm_used_mib(spark), "jvm_rss_mib": _jvm_rss_mib(), "duckdb_reference": duck,
     }
 
 
@@ -106,13 +121,15 @@ def _markdown(result: dict) -> str:
     lines = [f"# Built-in pack evaluation at scale ({result['when']})", "",
              f"Machine: {result['machine']}, load average {result['load_average_1m']} at the end "
              "(shared machine: figures are inflated by other work).", "",
-             "| series | rows scanned | findings | median s | target s | runs s | driver RSS MiB | JVM used MiB | DuckDB ref s |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "| series | rows scanned | findings | median s | target s | runs s | Python RSS MiB | JVM RSS MiB "
+             "| JVM heap used MiB | DuckDB ref s |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for r in result["sizes"]:
         duck = r["duckdb_reference"]
         duck_s = duck["median_s"] if isinstance(duck, dict) else duck
         lines.append(f"| {r['series']:,} | {r['rows_scanned']:,} | {r['findings']} | {r['evaluate_median_s']} | "
-                     f"{r['target_s']} | {r['evaluate_s']} | {r['driver_rss_mib']} | {r['jvm_used_mib']} | {duck_s} |")
+                     f"{r['target_s']} | {r['evaluate_s']} | {r['driver_rss_mib']} | {r.get('jvm_rss_mib')} | "
+                     f"{r['jvm_used_mib']} | {duck_s} |")
     return "\n".join(lines) + "\n"
 
 

@@ -1,5 +1,6 @@
 """The same evaluation on a real Spark standalone cluster (master + worker from the pyspark
-distribution, on 127.0.0.1) gives exactly the findings of local mode.
+distribution, on 127.0.0.1), and through a real Spark Connect server, gives exactly the findings
+of local mode.
 
 The store holds the inputs of two built-in rule test files (broker and ProcessQueue symptoms) and
 their rule files are evaluated, so several rules fire; `rocketwatch eval --config` runs as a subprocess, as an operator would run it,
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -73,6 +75,29 @@ def _spark_class(cls: str, *args: str, log: Path, env: dict[str, str]) -> subpro
                                 stderr=subprocess.STDOUT, env=env)
 
 
+def _wait_for_port(port: int, proc: subprocess.Popen, log: Path, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise AssertionError(
+                    f"nothing listens on {port}; tail:\n{log.read_text(errors='replace')[-3000:]}") from None
+            time.sleep(0.5)
+
+
+def _stop(*procs: subprocess.Popen | None) -> None:
+    for proc in procs:
+        if proc is not None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
 def _wait_for(log: Path, text: str, proc: subprocess.Popen, timeout: float) -> None:
     deadline = time.monotonic() + timeout
     while text not in log.read_text(errors="replace"):
@@ -104,11 +129,31 @@ def test_standalone_cluster_gives_the_findings_of_local_mode(tmp_path):
         # The work ran on the cluster: the worker started an executor for rocketwatch.
         assert "Asked to launch executor" in (tmp_path / "worker.log").read_text(errors="replace")
     finally:
-        for proc in (worker, master):
-            if proc is not None:
-                proc.terminate()
-                try:
-                    proc.wait(timeout=20)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
+        _stop(worker, master)
+    assert remote == local
+
+
+def test_spark_connect_server_gives_the_findings_of_local_mode(tmp_path):
+    pytest.importorskip("grpc", reason="Spark Connect's client needs pyspark[connect] (the test extra has it)")
+    store = tmp_path / "store"
+    _build_store(store)
+    local = _findings(_config(tmp_path, store, "local[2]", "local"))
+    port = free_port()
+    env = {**os.environ, "SPARK_HOME": str(SPARK_HOME), "SPARK_LOCAL_IP": "127.0.0.1"}
+    log = tmp_path / "connect.log"
+    with log.open("w") as out:
+        server = subprocess.Popen(
+            [str(SPARK_HOME / "bin" / "spark-submit"), "--class", "org.apache.spark.sql.connect.service.SparkConnectServer",
+             "--master", "local[2]", "--conf", f"spark.connect.grpc.binding.port={port}",
+             "--conf", "spark.connect.grpc.binding.address=127.0.0.1", "--conf", "spark.ui.enabled=false",
+             "--conf", "spark.sql.session.timeZone=UTC"],
+            stdout=out, stderr=subprocess.STDOUT, env=env)
+    try:
+        _wait_for_port(port, server, log, 120)
+        remote = _findings(_config(tmp_path, store, f"sc://127.0.0.1:{port}", "connect"))
+        # The work ran in the server: it executed the client's plans as Spark jobs.
+        served = log.read_text(errors="replace")
+        assert "ExecuteHolder" in served and "DAGScheduler: Job" in served, served[-3000:]
+    finally:
+        _stop(server)
     assert remote == local
