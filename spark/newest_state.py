@@ -41,7 +41,9 @@ log = logging.getLogger(__name__)
 class _Kept:
     """What is known of one table or view: each series' newest time, and the files it came from."""
 
-    newest: pa.Table | None = None  # columns `_series` (the key as JSON) and `ts`
+    # Columns _h1, _h2 (two hashes of the series key: 96 bits, no collision in any real fleet, and
+    # 20 bytes a series where the key as text took ~100) and ts.
+    newest: pa.Table | None = None
     files: set[str] = field(default_factory=set)
 
 
@@ -126,8 +128,8 @@ class NewestTimes:
             df = with_derived(self.spark.read.schema(schema).parquet(*paths).select(*schema.fieldNames()), source)
             rows = VIEW_DEFS[want.name].rows({source.name: df}) if want.name in VIEW_DEFS else df
             newest = rows.where(F.col("ts") <= F.lit(now)).groupBy(*want.key).agg(F.max("ts").alias("ts"))
-            parts.append(newest.select(F.lit(want.name).alias("_name"),
-                                       F.to_json(F.struct(*want.key)).alias("_series"), "ts"))
+            parts.append(newest.select(F.lit(want.name).alias("_name"), F.xxhash64(*want.key).alias("_h1"),
+                                       F.hash(*want.key).alias("_h2"), "ts"))
         if not parts:
             return
         found = reduce(DataFrame.unionByName, parts).toArrow()
@@ -135,9 +137,10 @@ class NewestTimes:
             paths = reads[want.name]
             if not paths:
                 continue
-            mine = found.filter(pc.equal(found["_name"], want.name)).select(["_series", "ts"])
+            mine = found.filter(pc.equal(found["_name"], want.name)).select(["_h1", "_h2", "ts"])
             kept = self._kept[want.name]
             merged = mine if kept.newest is None else pa.concat_tables([kept.newest, mine.cast(kept.newest.schema)])
-            kept.newest = merged.group_by("_series").aggregate([("ts", "max")]).rename_columns(["_series", "ts"])
+            newest = merged.group_by(["_h1", "_h2"]).aggregate([("ts", "max")])
+            kept.newest = pa.table({"_h1": newest["_h1"], "_h2": newest["_h2"], "ts": newest["ts_max"]})
             # A file with rows after `now` is read again next time, when they count.
             kept.files.update(p for p in paths if (_max_ts(p) or now) <= now)
