@@ -28,14 +28,18 @@ def _scanned(root: Path, now, *, held_only: bool = False) -> list:
     return sorted(set(newest["ts_max"].to_pylist()))
 
 
+def _newest(times: NewestTimes, now) -> list:
+    """The newest times of process_queue's series over the lookback before `now`."""
+    return times.times([Wanted("process_queue", KEY, now - LOOKBACK)], now)["process_queue"]
+
+
 def _cycle(store: ParquetStore, seconds_ago: float, queues: range, **extra) -> None:
     ts = at(seconds_ago)
     store.append("process_queue", [pq_row(ts, "g", q, "a@1", **extra) for q in queues], ts)
 
 
 def test_kept_times_follow_the_store_cycle_by_cycle(spark, tmp_path):
-    store = ParquetStore(tmp_path)
-    times = NewestTimes(spark, tmp_path)
+    store, times = ParquetStore(tmp_path), NewestTimes(spark, tmp_path)
     want = [Wanted("process_queue", KEY, at(0) - LOOKBACK)]
     checked = 0
     # Queues 0-3 every cycle until queue 3 stops reporting; queue 5 reports once, long ago.
@@ -43,7 +47,7 @@ def test_kept_times_follow_the_store_cycle_by_cycle(spark, tmp_path):
     for i, ago in enumerate((300, 270, 240, 210, 180)):
         _cycle(store, ago, range(4) if i < 3 else range(3))
         now = at(ago - 1)
-        got = times.times([Wanted("process_queue", KEY, now - LOOKBACK)], now)["process_queue"]
+        got = _newest(times, now)
         assert got == _scanned(tmp_path, now)
         checked += 1
     assert got == [at(240), at(180)]  # queue 3's last cycle, everyone else's newest; queue 5 is out of the lookback
@@ -52,27 +56,25 @@ def test_kept_times_follow_the_store_cycle_by_cycle(spark, tmp_path):
 
 
 def test_time_going_backwards_and_future_files_start_over_or_wait(spark, tmp_path):
-    store = ParquetStore(tmp_path)
-    times = NewestTimes(spark, tmp_path)
+    store, times = ParquetStore(tmp_path), NewestTimes(spark, tmp_path)
     for ago in (120, 90, 60):
         _cycle(store, ago, range(2))
     # Asked about a moment before the last cycle: its file must not count yet...
     early = at(75)
-    assert times.times([Wanted("process_queue", KEY, early - LOOKBACK)], early)["process_queue"] == [at(90)]
+    assert _newest(times, early) == [at(90)]
     # ...and it does once `now` passes it.
     late = at(30)
-    assert times.times([Wanted("process_queue", KEY, late - LOOKBACK)], late)["process_queue"] == [at(60)]
+    assert _newest(times, late) == [at(60)]
     # Replaying an earlier moment again (time went backwards) starts over rather than answering 60 s ago.
-    assert times.times([Wanted("process_queue", KEY, early - LOOKBACK)], early)["process_queue"] == [at(90)]
+    assert _newest(times, early) == [at(90)]
 
 
 def test_a_compacted_hour_is_read_again(spark, tmp_path):
-    store = ParquetStore(tmp_path)
-    times = NewestTimes(spark, tmp_path)
+    store, times = ParquetStore(tmp_path), NewestTimes(spark, tmp_path)
     _cycle(store, 120, range(3))
     _cycle(store, 90, range(2))
     now = at(80)
-    assert times.times([Wanted("process_queue", KEY, now - LOOKBACK)], now)["process_queue"] == [at(120), at(90)]
+    assert _newest(times, now) == [at(120), at(90)]
     # Compaction: both files rewritten as one, without queue 2's old row (as if recovery dropped it).
     files = sorted((tmp_path / "process_queue").rglob("*.parquet"))
     merged = pa.concat_tables([pq.read_table(f) for f in files])
@@ -80,12 +82,11 @@ def test_a_compacted_hour_is_read_again(spark, tmp_path):
     pq.write_table(merged, files[0].parent / "compacted.parquet")
     for f in files:
         f.unlink()
-    assert times.times([Wanted("process_queue", KEY, now - LOOKBACK)], now)["process_queue"] == [at(90)]
+    assert _newest(times, now) == [at(90)]
 
 
 def test_a_view_takes_its_times_from_the_rows_that_make_its_rows(spark, tmp_path):
-    store = ParquetStore(tmp_path)
-    times = NewestTimes(spark, tmp_path)
+    store, times = ParquetStore(tmp_path), NewestTimes(spark, tmp_path)
     _cycle(store, 60, range(2))
     _cycle(store, 30, range(1))
     _cycle(store, 30, range(1, 2), dropped=True)  # queue 1 dropped in the last cycle: its owner row is older
