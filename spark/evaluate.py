@@ -2,7 +2,8 @@
 
 Each table is read once over the longest window any of its rules (or any view built on it)
 needs; views are computed from those windows; threshold rules of one table share one pass
-(spark/kinds/fused.py); every plan is unioned and collected once.
+(spark/kinds/fused.py); every plan is unioned and collected once. On big stores, rules that
+judge only each series' newest sample read only the cycles holding one (spark/newest.py).
 
     evaluator = Evaluator(get_session(), "/var/lib/rocketwatch/store")
     findings = evaluator.evaluate(ruleset.rules, now, stale_after=timedelta(seconds=60))
@@ -67,11 +68,9 @@ class Evaluator:
         live = {name: rs for name, rs in by_table.items() if self._sources(name)[0] in present}
         # No samples yet (a fresh store, a collector not configured): nothing to find, and nothing
         # to call no_data either, since no series was ever seen in the window.
-        big = {name: rs for name, rs in live.items() if self._worth_pruning(self._sources(name)[0], rs, now, stale_after)}
-        times = self._newest.times([
-            Wanted(name, rs[0].table_def.key, now - max(lookback(r.stale_after or stale_after)
-                                                         for r in rs if reads_newest_only(r)))
-            for name, rs in big.items()], now) if big else {}
+        wanted = [Wanted(name, rs[0].table_def.key, start) for name, rs in live.items()
+                  if (start := self._prune_from(self._sources(name)[0], rs, now, stale_after)) is not None]
+        times = self._newest.times(wanted, now) if wanted else {}
         outputs: list[DataFrame] = []
         for name, table_rules in live.items():
             newest = [r for r in table_rules if name in times and reads_newest_only(r)]
@@ -85,15 +84,17 @@ class Evaluator:
             return None
         return reduce(DataFrame.unionByName, outputs).select(*OUTPUT_COLUMNS)
 
-    def _worth_pruning(self, table: str, rules: Sequence[RuleBase], now: datetime, stale_after: timedelta) -> bool:
-        """True when newest-only rules read `table` and its lookback holds at least prune_min_rows rows."""
+    def _prune_from(self, table: str, rules: Sequence[RuleBase], now: datetime,
+                    stale_after: timedelta) -> datetime | None:
+        """The start of the newest-only rules' lookback when it is worth pruning (it holds at least
+        prune_min_rows rows of `table`); None when there is nothing to prune."""
         newest = [r for r in rules if reads_newest_only(r)]
         if self.prune_min_rows is None or not newest:
-            return False
-        if self.prune_min_rows <= 0:
-            return True
+            return None
         start = now - max(lookback(r.stale_after or stale_after) for r in newest)
-        return window_rows(self.store_root, TABLES[table], start, now) >= self.prune_min_rows
+        if self.prune_min_rows > 0 and window_rows(self.store_root, TABLES[table], start, now) < self.prune_min_rows:
+            return None
+        return start
 
     @staticmethod
     def _sources(name: str) -> tuple[str, ...]:

@@ -31,7 +31,7 @@ from pyspark.sql import functions as F
 
 from rules.tables import TABLES
 from spark.schema import stored_schema
-from spark.store_reader import partition_paths, with_derived
+from spark.store_reader import window_files, with_derived
 from spark.views import VIEW_DEFS
 
 log = logging.getLogger(__name__)
@@ -45,6 +45,9 @@ class _Kept:
     # 20 bytes a series where the key as text took ~100) and ts.
     newest: pa.Table | None = None
     files: set[str] = field(default_factory=set)
+    # Series whose newest time was before this were dropped (they left the lookback): a longer
+    # lookback asked later (rules reloaded) has to read the store again.
+    dropped_before: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -94,26 +97,29 @@ class NewestTimes:
         self._now = now
         reads: dict[str, list[str]] = {}
         for want in wanted:
-            dirs = partition_paths(self.root, TABLES[_source(want.name)], want.start, now)
-            files = {str(p) for d in dirs for p in Path(d).iterdir()
-                     if p.suffix == ".parquet" and not p.name.startswith(".")}
+            listed = window_files(self.root, TABLES[_source(want.name)], want.start, now)
+            files, dirs = {str(p) for p in listed}, {str(p.parent) for p in listed}
             kept = self._kept.setdefault(want.name, _Kept())
             # Files of hours the lookback has left are forgotten; their series' times stay.
             kept.files = {f for f in kept.files if str(Path(f).parent) in dirs}
-            if kept.files - files:
-                log.info("%s: a file read earlier is gone (compaction or recovery); reading the lookback again",
-                         want.name)
+            if kept.files - files or (kept.dropped_before is not None and want.start < kept.dropped_before):
+                log.info("%s: a file read earlier is gone (compaction, recovery) or the lookback grew; "
+                         "reading the lookback again", want.name)
                 kept = self._kept[want.name] = _Kept()
             reads[want.name] = sorted(files - kept.files)
         self._read_new(wanted, reads, now)
         out: dict[str, list[datetime]] = {}
         for want in wanted:
-            newest = self._kept[want.name].newest
-            if newest is None:
+            kept = self._kept[want.name]
+            if kept.newest is None:
                 out[want.name] = []
                 continue
-            recent = pc.filter(newest["ts"], pc.greater_equal(newest["ts"], pa.scalar(want.start, newest["ts"].type)))
-            out[want.name] = sorted(v for v in pc.unique(recent).to_pylist() if v is not None)
+            # Series gone from the lookback are dropped: client ids change with every restart of a
+            # consumer, and what is kept must not grow with them.
+            kept.newest = kept.newest.filter(
+                pc.greater_equal(kept.newest["ts"], pa.scalar(want.start, kept.newest["ts"].type)))
+            kept.dropped_before = want.start
+            out[want.name] = sorted(v for v in pc.unique(kept.newest["ts"]).to_pylist() if v is not None)
         return out
 
     def _read_new(self, wanted: Sequence[Wanted], reads: Mapping[str, list[str]], now: datetime) -> None:

@@ -37,16 +37,20 @@ def partition_paths(root: str | Path, table: Table, start: datetime, end: dateti
     return paths
 
 
+def window_files(root: str | Path, table: Table, start: datetime, end: datetime) -> list[Path]:
+    """The Parquet files of `table`'s partitions overlapping [start, end]."""
+    return [path for directory in partition_paths(root, table, start, end) for path in Path(directory).iterdir()
+            if path.suffix == ".parquet" and not path.name.startswith(".")]
+
+
 def window_rows(root: str | Path, table: Table, start: datetime, end: datetime) -> int:
     """Rows in the Parquet files of `table`'s partitions overlapping [start, end], from their footers."""
     total = 0
-    for directory in partition_paths(root, table, start, end):
-        for path in Path(directory).iterdir():
-            if path.suffix == ".parquet" and not path.name.startswith("."):
-                try:
-                    total += pq.read_metadata(path).num_rows
-                except (OSError, pa.ArrowInvalid):
-                    continue  # a file being replaced by compaction: the count is only a size hint
+    for path in window_files(root, table, start, end):
+        try:
+            total += pq.read_metadata(path).num_rows
+        except (OSError, pa.ArrowInvalid):
+            continue  # a file being replaced by compaction: the count is only a size hint
     return total
 
 

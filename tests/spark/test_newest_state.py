@@ -95,3 +95,14 @@ def test_a_view_takes_its_times_from_the_rows_that_make_its_rows(spark, tmp_path
     got = times.times([Wanted("queue_owner", key, now - LOOKBACK), Wanted("process_queue", KEY, now - LOOKBACK)], now)
     assert got == {"queue_owner": [at(60), at(30)], "process_queue": [at(30)]}
     assert got["queue_owner"] == _scanned(tmp_path, now, held_only=True)
+
+
+def test_a_longer_lookback_reads_the_store_again(spark, tmp_path):
+    store, times = ParquetStore(tmp_path), NewestTimes(spark, tmp_path)
+    _cycle(store, 900, range(5, 6))
+    _cycle(store, 60, range(2))
+    now = at(30)
+    assert _newest(times, now) == [at(60)]  # queue 5, 15 minutes old, left the 10-minute lookback
+    # Rules reloaded with a 20-minute lookback: the series dropped from what was kept count again.
+    longer = times.times([Wanted("process_queue", KEY, now - timedelta(minutes=20))], now)["process_queue"]
+    assert longer == [at(900), at(60)]
