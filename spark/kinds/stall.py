@@ -26,6 +26,26 @@ from spark.kinds.common import excluded, in_window, newest_of, seconds_between, 
 from spark.kinds.levels import duration_judge, finish, level_columns
 
 
+def _may_stall(rows: DataFrame, key: tuple[str, ...], recent: datetime, fresh: datetime) -> DataFrame:
+    """The keys of the series that can give a finding: stale ones, and those whose samples since
+    `recent` (now - over) all hold one value with `while` true.
+
+    Any other series is fresh and has a sample since `recent` that differs from its current value
+    or fails `while`: its stall began after that sample, so it is shorter than `over` and fires
+    nothing. Sorting only the few series left (stuck ones, stale ones) instead of every series of
+    the window took the two built-in stall rules from 11.7-12.5 s to 4.9-6.3 s at 160k series,
+    2.0-2.9 s to 1.5-2.3 s at 16k. (With `by` coarser than the key the reduction would see fewer
+    series, so reducing rules skip this.)
+    """
+    since = F.col("ts") >= F.lit(recent)
+    value = F.when(since, F.col("_v"))
+    changed = ((F.max(value) != F.min(value))
+               | ((F.count(F.when(since & F.col("_v").isNull(), 1)) > 0) & (F.count(value) > 0))
+               | ~F.min(F.when(since, F.col("_w"))))
+    series = rows.groupBy(*key).agg(F.coalesce(changed, F.lit(False)).alias("_changed"), F.max("ts").alias("_last"))
+    return series.where(~F.col("_changed") | (F.col("_last") < F.lit(fresh))).select(*key)
+
+
 def plan_stall(rule: StallRule, df: DataFrame, now: datetime, stale_after: timedelta) -> DataFrame:
     """Findings of `rule` over the table window `df`, in the normalised output shape."""
     table = rule.table_def
@@ -41,6 +61,8 @@ def plan_stall(rule: StallRule, df: DataFrame, now: datetime, stale_after: timed
         "_m": compiled(rule.moving, None),
         "_where": F.coalesce(compiled(rule.where, True), F.lit(False)),
     })
+    if not rule.reduces:
+        rows = rows.join(F.broadcast(_may_stall(rows, key, now - rule.over, now - stale_after)), list(key), "left_semi")
     series_window = Window.partitionBy(*key)
     current = F.max_by("_v", "ts").over(series_window)
     broken = ~F.col("_v").eqNullSafe(current) | ~F.col("_w")

@@ -63,3 +63,32 @@ def test_stale_stalled_series_is_no_data(write, evaluate):
                              for age in range(120, 601, 30)])
     (found,) = evaluate(OFFSET_STALL)
     assert found.no_data and found.severity is None
+
+
+def test_series_left_out_before_sorting_are_exactly_those_that_give_nothing(write, evaluate, monkeypatch):
+    """Only series that can stall (or are stale) are sorted; the findings are those of sorting every series."""
+    import spark.kinds.stall as stall
+
+    rows = []
+    for age in CYCLES:
+        ts = at(age)
+        lag = dict(broker_offset=9000)
+        rows.append(cq_row(ts, "frozen", 0, consumer_offset=1200, **lag))
+        rows.append(cq_row(ts, "moving", 0, consumer_offset=8000 - age, **lag))
+        # Changed 5.5 minutes ago, frozen since: longer than `over` although the window saw a change.
+        rows.append(cq_row(ts, "frozen-since", 0, consumer_offset=2000 if age <= 330 else 1000, **lag))
+        # Caught up once, 2 minutes ago (while false), frozen otherwise.
+        rows.append(cq_row(ts, "caught-up", 0, consumer_offset=9000 if age == 120 else 1500, **lag))
+        if age >= 150:  # changing, then gone for 2.5 minutes: stale
+            rows.append(cq_row(ts, "gone", 0, consumer_offset=100 + age, **lag))
+    write("consumer_queue", rows)
+
+    def summary(found):
+        return sorted((f.labels["group"], f.severity, f.value, f.no_data) for f in found)
+
+    pruned = summary(evaluate(OFFSET_STALL))
+    monkeypatch.setattr(stall, "_may_stall", lambda rows, key, recent, fresh: rows.select(*key).distinct())
+    assert pruned == summary(evaluate(OFFSET_STALL))
+    # Frozen for the whole window read (critical_after + stale_after: 11 minutes).
+    assert pruned == [("frozen", "critical", 660.0, False), ("frozen-since", "warning", 330.0, False),
+                      ("gone", None, None, True)]
