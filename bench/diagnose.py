@@ -15,9 +15,11 @@ import platform
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import IO
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -55,6 +57,10 @@ def _wait_for_archive(directory: Path, timeout: float = 300.0) -> None:
         time.sleep(1.0)
 
 
+def _read_into(stream: IO[str], output: list[str]) -> None:
+    output.append(stream.read())
+
+
 def main() -> None:
     """Run diagnose RUNS times against the simulated cluster and write the timings."""
     runs = []
@@ -67,29 +73,41 @@ def main() -> None:
             if i == 1:
                 _wait_for_archive(Path(cache) / "rocketwatch")
             start = time.perf_counter()
-            result = subprocess.run(
+            proc = subprocess.Popen(
                 [sys.executable, "-m", "daemon.cli", "diagnose", "--namesrv", sim.namesrv_addr, "--group", GROUP,
                  "--samples", "5", "--every", "1s", "--format", "json"],
-                capture_output=True, text=True, cwd=ROOT, timeout=300, env=env,
+                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=ROOT, env=env,
             )
+            output: list[str] = []
+            reader = threading.Thread(target=_read_into, args=(proc.stdout, output))
+            reader.start()
+            returncode = proc.wait(timeout=300)
+            command = time.perf_counter() - start  # the shell prompt is back
+            reader.join(timeout=60)
+            # The pipe ends when the Spark JVM, which shares it, has shut down too (`| jq` waits that long).
             total = time.perf_counter() - start
-            verdict = json.loads(result.stdout)
-            runs.append({"total_s": round(total, 3), "exit_code": result.returncode, "status": verdict["status"],
+            verdict = json.loads(output[0])
+            runs.append({"total_s": round(total, 3), "command_s": round(command, 3), "exit_code": returncode,
+                         "status": verdict["status"],
                          "queues": len(verdict["evidence"]), "phases_s": verdict.get("timings_s"),
                          "class_archive": "none yet (starts the warm-up)" if i == 0 else "used"})
-            print(f"diagnose: {total:.1f} s, {verdict['status']}, {len(verdict['evidence'])} queues", flush=True)
+            print(f"diagnose: {command:.1f} s (pipe closed at {total:.1f} s), {verdict['status']}, "
+                  f"{len(verdict['evidence'])} queues", flush=True)
     first, runs = runs[0], runs[1:]
     totals = sorted(r["total_s"] for r in runs)
+    commands = sorted(r["command_s"] for r in runs)
     out = {
         "when": datetime.now(UTC).isoformat(timespec="seconds"),
         "machine": f"{platform.machine()} {os.cpu_count()} cpu",
         "load_average_1m": round(os.getloadavg()[0], 2),
         "queues": 2 * QUEUES_PER_BROKER, "clients": CLIENTS, "samples": 5, "every_s": 1.0,
         "target_s": 10.0, "first_run_on_the_machine": first, "runs": runs, "total_median_s": totals[len(totals) // 2],
+        "command_median_s": commands[len(commands) // 2],
     }
     path = ROOT / "bench" / "results" / "diagnose.json"
     path.write_text(json.dumps(out, indent=2) + "\n")
-    print(f"wrote {path}: median {out['total_median_s']} s (target 10 s)")
+    print(f"wrote {path}: median {out['command_median_s']} s until the command exits, {out['total_median_s']} s "
+          "until its output pipe closes (target 10 s)")
 
 
 if __name__ == "__main__":
