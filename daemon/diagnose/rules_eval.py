@@ -27,8 +27,9 @@ log = logging.getLogger(__name__)
 # 5.6 s without; warm 3.1 s vs 1.6 s. Applies only when diagnose starts the session itself.
 INTERPRETED = {"spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
 # A JVM that lives for one evaluation gains nothing from C2: C1 only starts the session in ~0.4 s
-# less wait after sampling and evaluates ~1 s sooner (bench/diagnose.py).
-SHORT_LIVED_JVM = "-XX:TieredStopAtLevel=1"
+# less wait after sampling and evaluates ~1 s sooner (bench/diagnose.py). Nor from G1's concurrent
+# threads: the serial collector planned and collected ~0.3 s sooner (4.8-5.0 s vs 5.0-5.3 s cold).
+SHORT_LIVED_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 
 
 def session_conf() -> dict[str, str]:
