@@ -30,9 +30,13 @@ def start_in_background() -> bool:
     final = archive_path()
     if final is None or final.exists() or not claim_build(final):
         return False
-    subprocess.Popen([sys.executable, "-m", "daemon.diagnose.warmup"], stdin=subprocess.DEVNULL,
-                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-                     cwd=Path(__file__).resolve().parents[2])
+    try:
+        subprocess.Popen([sys.executable, "-m", "daemon.diagnose.warmup"], stdin=subprocess.DEVNULL,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+                         cwd=Path(__file__).resolve().parents[2])
+    except OSError:
+        finish_build(final, Path(f"{final}.none"))  # only clears the mark: the next run tries again
+        return False
     return True
 
 
