@@ -43,12 +43,30 @@ def window_files(root: str | Path, table: Table, start: datetime, end: datetime)
             if path.suffix == ".parquet" and not path.name.startswith(".")]
 
 
+# Footer row counts by (path, size, mtime): files are written once under a new name (compaction
+# writes new files), so a count never goes stale, and every cycle would otherwise re-read ~30
+# footers per table, twice.
+_footer_rows: dict[tuple[str, int, int], int] = {}
+_FOOTER_CACHE_MAX = 100_000
+
+
+def _rows_in(path: Path) -> int:
+    stat = path.stat()
+    key = (str(path), stat.st_size, stat.st_mtime_ns)
+    rows = _footer_rows.get(key)
+    if rows is None:
+        if len(_footer_rows) >= _FOOTER_CACHE_MAX:
+            _footer_rows.clear()
+        rows = _footer_rows[key] = pq.read_metadata(path).num_rows
+    return rows
+
+
 def window_rows(root: str | Path, table: Table, start: datetime, end: datetime) -> int:
     """Rows in the Parquet files of `table`'s partitions overlapping [start, end], from their footers."""
     total = 0
     for path in window_files(root, table, start, end):
         try:
-            total += pq.read_metadata(path).num_rows
+            total += _rows_in(path)
         except (OSError, pa.ArrowInvalid):
             continue  # a file being replaced by compaction: the count is only a size hint
     return total
@@ -60,8 +78,13 @@ def with_derived(df: DataFrame, table: Table) -> DataFrame:
     return df.withColumns(derived) if derived else df
 
 
-def read_window(spark: SparkSession, root: str | Path, table: Table, start: datetime, end: datetime) -> DataFrame:
-    """Samples of `table` with start <= ts <= end, derived columns included; empty (typed) if none."""
+def read_window(spark: SparkSession, root: str | Path, table: Table, start: datetime, end: datetime,
+                one_partition: bool = False) -> DataFrame:
+    """Samples of `table` with start <= ts <= end, derived columns included; empty (typed) if none.
+
+    `one_partition` reads them as a single partition: every aggregate, window and join above it then
+    runs in the same task, without a shuffle (spark/evaluate.py decides when that pays).
+    """
     schema = stored_schema(table)
     paths = partition_paths(root, table, start, end)
     if paths:
@@ -71,4 +94,8 @@ def read_window(spark: SparkSession, root: str | Path, table: Table, start: date
         df = df.where((F.col("ts") >= F.lit(_utc(start))) & (F.col("ts") <= F.lit(_utc(end))))
     else:
         df = spark.createDataFrame([], schema)
+    if one_partition:
+        # A single partition satisfies every grouping a plan above asks for, so Spark plans no
+        # Exchange; filters added later are still pushed below it into the Parquet scan.
+        df = df.coalesce(1)
     return with_derived(df, table)

@@ -39,8 +39,10 @@ def evaluate(spark: Any, tmp_path: Path) -> Callable[..., list[Finding]]:
         path = tmp_path / "rules.yaml"
         path.write_text(rule_yaml(*rules))
         loaded = load_rule_files([path]).rules
-        # Newest-sample pruning forced on: every kind test also checks it changes no finding
-        # (the scenario and rule-pack tests run on stores too small to be pruned).
-        return Evaluator(spark, tmp_path / "store", prune_min_rows=0).evaluate(loaded, now, stale_after)
+        # Newest-sample pruning forced on and single-partition reading off: the kind tests check the
+        # plans big stores get (the scenario and rule-pack tests run on small stores, which are
+        # read unpruned and as one partition).
+        return Evaluator(spark, tmp_path / "store", prune_min_rows=0, one_partition_max_rows=0).evaluate(
+            loaded, now, stale_after)
 
     return run

@@ -1,0 +1,54 @@
+"""How the evaluator lays out a table's window: one partition without shuffles when it is small."""
+
+from pathlib import Path
+
+from rules.loader import load_rule_files
+from spark.evaluate import Evaluator
+from tests.spark.kind_samples import NOW, STALE, at, cq_row, rule_yaml
+
+RULES = (
+    {"alert": "Lagging", "kind": "threshold", "table": "consumer_queue", "value": "lag", "above": {"warning": 100}},
+    {"alert": "GroupLagging", "kind": "threshold", "table": "consumer_queue", "value": "lag", "by": ["cluster", "group"],
+     "reduce": "sum", "above": {"warning": 100}},
+    {"alert": "Stalled", "kind": "stall", "table": "consumer_queue", "value": "consumer_offset", "while": "lag > 0",
+     "over": "2m"},
+)
+
+
+def _store_and_rules(write, tmp_path: Path):
+    rows = []
+    for minute in range(6):
+        rows += [cq_row(at(60 * minute), "stuck", 0, broker_offset=5000 - minute, consumer_offset=10),
+                 cq_row(at(60 * minute), "fine", 1, broker_offset=5000 - minute, consumer_offset=5000 - minute)]
+    write("consumer_queue", rows)
+    path = tmp_path / "rules.yaml"
+    path.write_text(rule_yaml(*RULES))
+    return load_rule_files([path]).rules
+
+
+def _physical(spark, root: Path, rules, **options) -> str:
+    plan = Evaluator(spark, root, **options).plan(rules, NOW, STALE)
+    return plan._jdf.queryExecution().executedPlan().toString()
+
+
+def test_a_small_window_is_evaluated_without_a_shuffle(spark, write, tmp_path):
+    rules = _store_and_rules(write, tmp_path)
+    small = _physical(spark, tmp_path / "store", rules)
+    big = _physical(spark, tmp_path / "store", rules, one_partition_max_rows=0)
+    # Grouping by series, reducing by group and the stall's window functions each need rows of a
+    # key together: across partitions that is an Exchange (a shuffle stage); in one partition, none.
+    assert "Exchange hashpartitioning" not in small
+    assert "Exchange hashpartitioning" in big
+
+
+def test_one_partition_and_many_find_the_same(spark, write, tmp_path):
+    rules = _store_and_rules(write, tmp_path)
+    root = tmp_path / "store"
+
+    def found(**options):
+        return sorted((f.rule, sorted(f.labels.items()), f.severity, f.value)
+                      for f in Evaluator(spark, root, **options).evaluate(rules, NOW, STALE))
+
+    small = found()
+    assert small == found(one_partition_max_rows=0)
+    assert {rule for rule, *_ in small} == {"Lagging", "GroupLagging", "Stalled"}
