@@ -12,6 +12,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 
 from daemon.collectors.remoting.admin import AdminClient
@@ -56,7 +57,8 @@ class Timings:
     total_s: float = 0.0
 
 
-async def _sample(opts: Options, on_known: Callable[[], None], timings: Timings) -> tuple[Target, list[Sample]]:
+async def _sample(opts: Options, on_known: Callable[[Sample, float], None],
+                  timings: Timings) -> tuple[Target, list[Sample]]:
     async with RemotingClient(default_timeout=opts.timeout) as client:
         admin = AdminClient(client)
         start = time.monotonic()
@@ -67,7 +69,7 @@ async def _sample(opts: Options, on_known: Callable[[], None], timings: Timings)
         for i in range(max(1, opts.samples)):
             samples.append(await take_sample(admin, target, jstack=opts.jstack, timeout=opts.timeout))
             if i == 0 and _known(target, samples[0]):
-                on_known()
+                on_known(samples[0], start + opts.every * (max(1, opts.samples) - 1))
             if i + 1 < opts.samples:
                 await asyncio.sleep(max(0.0, start + opts.every * (i + 1) - time.monotonic()))
         return target, samples
@@ -82,14 +84,15 @@ def diagnose(opts: Options, timings: Timings | None = None) -> Verdict:
     timings = timings or Timings()
     t0 = time.perf_counter()
     starter: list[SparkStarter] = []
+    rules = builtin_rules()
 
-    def start_spark() -> None:
-        starter.append(SparkStarter(opts.spark_master))
+    def start_spark(first: Sample, sampling_ends: float) -> None:
+        expected = judgeable(rules, timedelta(seconds=opts.every * (max(1, opts.samples) - 1)))
+        starter.append(SparkStarter(opts.spark_master, rehearsal=(first, expected, sampling_ends)))
 
     target, samples = asyncio.run(_sample(opts, start_spark, timings))
     t1 = time.perf_counter()
     timings.sampling_s = t1 - t0 - timings.discover_s
-    rules = builtin_rules()
     runbook = {r.alert: r.next_steps for r in rules}
     findings = []
     notes: list[str] = []
@@ -101,7 +104,7 @@ def diagnose(opts: Options, timings: Timings | None = None) -> Verdict:
             timings.spark_wait_s = t2 - t1
             with tempfile.TemporaryDirectory(prefix="rocketwatch-diagnose-") as tmp:
                 write_samples(Path(tmp), samples)
-                found = evaluate(session, Path(tmp), judgeable(rules, samples), samples, opts.every)
+                found = evaluate(session, Path(tmp), judgeable(rules, samples[-1].ts - samples[0].ts), samples, opts.every)
                 findings = relevant(found, target, topics)
             timings.evaluate_s = time.perf_counter() - t2
         except Exception as exc:  # the verdict stands on the samples alone; say what is missing
