@@ -94,7 +94,7 @@ def builtin_rules() -> list[RuleBase]:
 
 
 def judgeable(rules: Sequence[RuleBase], span: timedelta) -> list[RuleBase]:
-    """The rules a few seconds of samples can judge: those whose `over:` window the samples cover.
+    """The rules samples spanning `span` can judge: those whose `over:` window the span covers.
 
     A growth or stall rule over 10 minutes compares the newest sample with one from minutes ago;
     five samples a second apart hold no such sample, so its answer would be noise. (Spark time

@@ -1,7 +1,8 @@
 """`rocketwatch diagnose`: discover, sample `--samples` times `--every` apart, evaluate, decide.
 
 Spark starts in a background thread as soon as the group is known to exist, so its start-up
-overlaps the sampling; the rules then run once over a temp store holding exactly these samples.
+overlaps the sampling, and then rehearses planning the rules on the first sample while the others
+are taken; the rules then run once over a temp store holding exactly these samples.
 """
 
 from __future__ import annotations
