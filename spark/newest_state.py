@@ -30,6 +30,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from rules.tables import TABLES
+from spark.kinds.common import series_hashes
 from spark.schema import stored_schema
 from spark.store_reader import window_files, with_derived
 from spark.views import VIEW_DEFS
@@ -133,9 +134,9 @@ class NewestTimes:
             schema = stored_schema(source)
             df = with_derived(self.spark.read.schema(schema).parquet(*paths).select(*schema.fieldNames()), source)
             rows = VIEW_DEFS[want.name].rows({source.name: df}) if want.name in VIEW_DEFS else df
-            newest = rows.where(F.col("ts") <= F.lit(now)).groupBy(*want.key).agg(F.max("ts").alias("ts"))
-            parts.append(newest.select(F.lit(want.name).alias("_name"), F.xxhash64(*want.key).alias("_h1"),
-                                       F.hash(*want.key).alias("_h2"), "ts"))
+            hashes = [column.alias(name) for name, column in series_hashes(want.key).items()]
+            newest = rows.where(F.col("ts") <= F.lit(now)).groupBy(*hashes).agg(F.max("ts").alias("ts"))
+            parts.append(newest.select(F.lit(want.name).alias("_name"), "_h1", "_h2", "ts"))
         if not parts:
             return
         found = reduce(DataFrame.unionByName, parts).toArrow()

@@ -22,13 +22,13 @@ from pyspark.sql import functions as F
 from rules.expressions import Expression
 from rules.kinds.stall import StallRule
 from spark.expressions import compile_expression
-from spark.kinds.common import excluded, in_window, newest_of, seconds_between, unpack_newest
+from spark.kinds.common import excluded, in_window, newest_of, seconds_between, series_hashes, unpack_newest
 from spark.kinds.levels import duration_judge, finish, level_columns
 
 
-def _may_stall(rows: DataFrame, key: tuple[str, ...], recent: datetime, fresh: datetime) -> DataFrame:
-    """The keys of the series that can give a finding: stale ones, and those whose samples since
-    `recent` (now - over) all hold one value with `while` true.
+def _may_stall(rows: DataFrame, recent: datetime, fresh: datetime) -> DataFrame:
+    """The series (as their key hashes _h1, _h2) that can give a finding: stale ones, and those whose
+    samples since `recent` (now - over) all hold one value with `while` true.
 
     Any other series is fresh and has a sample since `recent` that differs from its current value
     or fails `while`: its stall began after that sample, so it is shorter than `over` and fires
@@ -42,8 +42,9 @@ def _may_stall(rows: DataFrame, key: tuple[str, ...], recent: datetime, fresh: d
     changed = ((F.max(value) != F.min(value))
                | ((F.count(F.when(since & F.col("_v").isNull(), 1)) > 0) & (F.count(value) > 0))
                | ~F.min(F.when(since, F.col("_w"))))
-    series = rows.groupBy(*key).agg(F.coalesce(changed, F.lit(False)).alias("_changed"), F.max("ts").alias("_last"))
-    return series.where(~F.col("_changed") | (F.col("_last") < F.lit(fresh))).select(*key)
+    series = rows.groupBy("_h1", "_h2").agg(F.coalesce(changed, F.lit(False)).alias("_changed"),
+                                            F.max("ts").alias("_last"))
+    return series.where(~F.col("_changed") | (F.col("_last") < F.lit(fresh))).select("_h1", "_h2")
 
 
 def plan_stall(rule: StallRule, df: DataFrame, now: datetime, stale_after: timedelta) -> DataFrame:
@@ -62,7 +63,9 @@ def plan_stall(rule: StallRule, df: DataFrame, now: datetime, stale_after: timed
         "_where": F.coalesce(compiled(rule.where, True), F.lit(False)),
     })
     if not rule.reduces:
-        rows = rows.join(F.broadcast(_may_stall(rows, key, now - rule.over, now - stale_after)), list(key), "left_semi")
+        rows = rows.withColumns(series_hashes(key))
+        rows = rows.join(F.broadcast(_may_stall(rows, now - rule.over, now - stale_after)), ["_h1", "_h2"],
+                         "left_semi").drop("_h1", "_h2")
     series_window = Window.partitionBy(*key)
     current = F.max_by("_v", "ts").over(series_window)
     broken = ~F.col("_v").eqNullSafe(current) | ~F.col("_w")
