@@ -46,6 +46,11 @@ class Options:
     timeout: float = 3.0
     spark_master: str = "local[2]"
 
+    @property
+    def sampling_span(self) -> timedelta:
+        """From the first sample's start to the last's, as scheduled."""
+        return timedelta(seconds=self.every * (max(1, self.samples) - 1))
+
 
 @dataclass
 class Timings:
@@ -70,7 +75,7 @@ async def _sample(opts: Options, on_known: Callable[[Sample, float], None],
         for i in range(max(1, opts.samples)):
             samples.append(await take_sample(admin, target, jstack=opts.jstack, timeout=opts.timeout))
             if i == 0 and _known(target, samples[0]):
-                on_known(samples[0], start + opts.every * (max(1, opts.samples) - 1))
+                on_known(samples[0], start + opts.sampling_span.total_seconds())
             if i + 1 < opts.samples:
                 await asyncio.sleep(max(0.0, start + opts.every * (i + 1) - time.monotonic()))
         return target, samples
@@ -88,8 +93,8 @@ def diagnose(opts: Options, timings: Timings | None = None) -> Verdict:
     rules = builtin_rules()
 
     def start_spark(first: Sample, sampling_ends: float) -> None:
-        expected = judgeable(rules, timedelta(seconds=opts.every * (max(1, opts.samples) - 1)))
-        starter.append(SparkStarter(opts.spark_master, rehearsal=(first, expected, sampling_ends)))
+        starter.append(SparkStarter(opts.spark_master,
+                                    rehearsal=(first, judgeable(rules, opts.sampling_span), sampling_ends)))
 
     target, samples = asyncio.run(_sample(opts, start_spark, timings))
     t1 = time.perf_counter()
