@@ -30,6 +30,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.proc_memory import descendants, rss_mib  # noqa: E402
 from daemon.simulator import SimulatorThread  # noqa: E402
 from daemon.simulator.scenario_scale import scale  # noqa: E402
 from tests.helpers.daemon_proc import free_port, http, log_tail, start_daemon, wait_until  # noqa: E402
@@ -80,27 +81,6 @@ def _logged_after(text: str, since: datetime, pattern: str) -> float | None:
     return None
 
 
-def _rss_mib(pid: int) -> float:
-    """Resident memory of a process and all its descendants (the daemon and its Spark JVM), from /proc."""
-    children: dict[int, list[int]] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
-    total, todo = 0, [pid]
-    while todo:
-        current = todo.pop()
-        todo.extend(children.get(current, []))
-        try:
-            status = Path(f"/proc/{current}/status").read_text()
-        except OSError:
-            continue
-        total += next((int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:")), 0)
-    return round(total / 1024, 1)
-
-
 def _posted(slack: SlackServer, text: str) -> bool:
     return any(text in json.dumps(call.args) for call in slack.calls_to("chat.postMessage"))
 
@@ -123,7 +103,7 @@ def measure(tmp: Path) -> dict:
             wait_until(lambda: _posted(slack, addr) and _posted(slack, RULE), 600, f"the {RULE} message", log)
             latency = time.monotonic() - incident
             after = {name: _metric(base, f"rocketwatch_evaluate_duration_seconds_{name}") for name in ("sum", "count")}
-            rss = _rss_mib(proc.pid)
+            rss = rss_mib([proc.pid, *descendants(proc.pid)])
             text = log.read_text(errors="replace")
             rows = re.findall(r"collected cluster DefaultCluster in ([0-9.]+)s", text)
         except AssertionError:

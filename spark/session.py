@@ -19,6 +19,10 @@ DEFAULTS: dict[str, str] = {
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
     "spark.driver.memory": "1g",
+    # The serial collector grows the heap only as far as the evaluation needs and gives back what a
+    # cycle freed; G1 kept all 1 GiB committed. Measured at 160k queue series (bench/daemon_memory.py):
+    # JVM RSS 900 MiB instead of 1,529 MiB, evaluation as fast (12.7 s vs 14.7 s, within noise).
+    "spark.driver.extraJavaOptions": "-XX:+UseSerialGC -XX:MinHeapFreeRatio=10 -XX:MaxHeapFreeRatio=30",
     "spark.sql.execution.arrow.pyspark.enabled": "false",
     # Call-site capture costs ~5 JVM round trips per Column function: 36k calls and 4.7 s per plan at 16k series.
     "spark.python.sql.dataFrameDebugging.enabled": "false",
