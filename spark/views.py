@@ -98,10 +98,13 @@ def _held_queues(w: Mapping[str, DataFrame]) -> DataFrame:
 
 
 def _queue_owner(w: Mapping[str, DataFrame]) -> DataFrame:
-    return _held_queues(w).groupBy("ts", "cluster", "group", "topic", "broker", "queue_id").agg(
-        F.count_distinct("client_id").alias("owners"),
-        F.array_join(F.array_sort(F.collect_set("client_id")), ",").alias("clients"),
-    )
+    # The set's size rather than count_distinct: a distinct aggregate beside collect_set made Spark
+    # expand every row into one copy per aggregate and aggregate twice.
+    owners = _held_queues(w).groupBy("ts", "cluster", "group", "topic", "broker", "queue_id").agg(
+        F.array_sort(F.collect_set("client_id")).alias("_clients"))
+    return owners.select("ts", "cluster", "group", "topic", "broker", "queue_id",
+                         F.size("_clients").cast("long").alias("owners"),
+                         F.array_join("_clients", ",").alias("clients"))
 
 
 def _topic_activity(w: Mapping[str, DataFrame]) -> DataFrame:

@@ -30,8 +30,14 @@ def plan_churn(rule: ChurnRule, df: DataFrame, now: datetime, stale_after: timed
     inputs = rule.template_inputs()
     others = [c for c in inputs if c not in by]
     levels = list(LEVEL_COLUMNS.values())
-    per_sample = rows.groupBy(*by, "ts").agg(
-        F.array_sort(F.collect_set(F.col(rule.member).cast("string"))).alias("_set"),
+    # Members repeat on every row they hold (one per queue): dropping the repeats in a plain hash
+    # aggregate first leaves collect_set a set of clients per group, not of queues.
+    members = rows.groupBy(*by, "ts", F.col(rule.member).cast("string").alias("_member")).agg(
+        *[F.max(c).alias(c) for c in levels],
+        *[F.first(c).alias(c) for c in others],
+    )
+    per_sample = members.groupBy(*by, "ts").agg(
+        F.array_sort(F.collect_set("_member")).alias("_set"),
         *[F.max(c).alias(c) for c in levels],
         *[F.first(c).alias(c) for c in others],
     )
