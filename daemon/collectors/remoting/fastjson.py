@@ -6,13 +6,18 @@ both, so this is a small recursive-descent parser that accepts as object key a s
 (→ int/float), `true`/`false`/`null`, or a nested object/array (→ hashable `FrozenDict`/tuple). It also
 takes `NaN`/`Infinity` and raw control characters inside strings. Depth is capped, so hostile input
 cannot exhaust the stack, and every step consumes input, so it runs in linear time.
+
+Most bodies are first tried on a fast path: the odd keys are rewritten into marked strings and the
+text is handed to the C `json` decoder; anything that path cannot read exactly goes to the parser.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Iterator, Mapping
+from itertools import accumulate
 from json.decoder import scanstring
 from typing import Any
 
@@ -206,12 +211,73 @@ def loads(data: bytes | bytearray | memoryview | str, *, max_depth: int = DEFAUL
             raise FastjsonError("body is not UTF-8", exc.start, snippet) from None
         if text.startswith("\ufeff"):
             text = text[1:]
+    fast = _fast_loads(text, max_depth)
+    if fast is not _NOT_FAST:
+        return fast
     parser = _Parser(text, max_depth)
     result = parser.value(0, False)
     parser.skip_ws()
     if parser.pos != len(text):
         raise parser.fail("unexpected data after the JSON value")
     return result
+
+
+# A bare number, or an object without nested objects or arrays (a MessageQueue), in a key's place:
+# after `{` or `,` and before `:`. A match inside a string cannot turn into valid JSON: the marker it
+# inserts lands outside any string, where the decoder rejects it, and the parser takes over.
+_ODD_KEY = re.compile(r"(?<=[{,])(\s*)(-?[0-9]+(?:\.[0-9]+)?|\{[^{}\[\]]*\})(?=\s*:)")
+_MARK = "\ue000"  # a private-use character: never in the keys of a RocketMQ body
+_NOT_FAST = object()
+_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')  # unrolled: 2.3x faster than (?:[^"\\]|\\.)*
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+_BRACKET_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
+
+
+def _odd_key(marked: str) -> Any:
+    """The key a marked string stands for, parsed as the parser parses keys (hashable)."""
+    raw = marked[1:]
+    if raw[:1] == "{":
+        try:
+            # Flat (the marking pattern admits no nested object or array), so nothing to freeze inside.
+            return FrozenDict(_DECODER.decode(raw))
+        except ValueError:
+            pass  # a fastjson quirk inside the key itself: the parser reads it
+    return _Parser(raw, DEFAULT_MAX_DEPTH).value(0, True)
+
+
+def _unmark(pairs: list[tuple[str, Any]]) -> dict[Any, Any]:
+    if any(key[:1] == _MARK for key, _ in pairs):
+        return {(_odd_key(key) if key[:1] == _MARK else key): value for key, value in pairs}
+    return dict(pairs)
+
+
+# strict=False: a lenient reader should not choke on a raw tab (as the parser's strings).
+_DECODER = json.JSONDecoder(strict=False)
+_MARKED_DECODER = json.JSONDecoder(strict=False, object_pairs_hook=_unmark)
+
+
+def _depth(text: str) -> int:
+    """How deeply objects and arrays nest in `text`, counting those used as keys, as the parser does."""
+    brackets = _NOT_BRACKET.sub("", _STRING.sub("", text))
+    return max(accumulate(map(_BRACKET_STEP.__getitem__, brackets)), default=0)
+
+
+def _fast_loads(text: str, max_depth: int) -> Any:
+    """`text` decoded by the C decoder after marking its odd keys; _NOT_FAST when it cannot be.
+
+    The parser's pure-Python loop took 70% of a collection cycle's time under cProfile (7,200 queues).
+    """
+    if _MARK in text:
+        return _NOT_FAST  # a body carrying the marker itself: only the parser reads it exactly
+    marked, count = _ODD_KEY.subn(lambda m: m[1] + json.dumps(_MARK + m[2]), text)
+    try:
+        value = _MARKED_DECODER.decode(marked) if count else _DECODER.decode(text)
+    except (ValueError, RecursionError, FastjsonError):
+        # Not plain JSON once marked (nested object keys, `true` keys, a stray match in a string,
+        # digits beyond int()'s limit, hostile nesting): the parser reads it or says where it fails.
+        return _NOT_FAST
+    # Same limit as the parser's; checked after decoding, since deep input fails to decode anyway.
+    return value if _depth(text) <= max_depth else _NOT_FAST
 
 
 _MQ_TO_STRING = re.compile(r"MessageQueue \[topic=([^,\]]*), brokerName=([^,\]]*), queueId=(-?\d+)\]")

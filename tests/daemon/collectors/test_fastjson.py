@@ -270,3 +270,53 @@ def test_frame_decode_with_plausible_prefix(serialize_type: int, data: bytes) ->
     payload = struct.pack(">I", (serialize_type << 24) | header_len) + data
     with contextlib.suppress(frame.FrameError):
         frame.decode(struct.pack(">i", len(payload)) + payload)
+
+
+# ---- the fast path (C decoder after marking odd keys) reads exactly what the parser reads ----
+
+
+def _typed(value: Any) -> Any:
+    """`value` with every scalar tagged by its type, so 1 and 1.0 and True differ in a comparison."""
+    if isinstance(value, Mapping):
+        return (type(value).__name__, sorted(((_typed(k), _typed(v)) for k, v in value.items()), key=repr))
+    if isinstance(value, list | tuple):
+        return (type(value).__name__, [_typed(v) for v in value])
+    return (type(value).__name__, repr(value))
+
+
+def _parsed_by_the_parser(text: str) -> Any:
+    from daemon.collectors.remoting.fastjson import _Parser
+
+    return _Parser(text, 100).value(0, False)
+
+
+def test_every_real_body_reads_as_the_parser_reads_it() -> None:
+    from tests.fixtures_path import WIRE
+
+    bodies = [frame.decode(path.read_bytes()).body for path in sorted(WIRE.glob("*.frame"))]
+    bodies = [b for b in bodies if b and b.lstrip()[:1] in (b"{", b"[")]
+    assert len(bodies) >= 10, "the 4.9.7 captures hold JSON bodies"
+    for body in bodies:
+        text = body.decode()
+        assert _typed(loads(body)) == _typed(_parsed_by_the_parser(text))
+
+
+@pytest.mark.parametrize("text", [
+    '{"a":"x,1:y","b":{0:"z"}}',                       # a number key's shape inside a string
+    '{"p":"{\\"topic\\":\\"T\\"}:v","q":{{"topic":"T","brokerName":"b","queueId":1}:2}}',
+    '{"a":{"b":[1,{"c":2}]},"d":{ 7 : [1.5, -0.0, 1e3]}}',
+    '{{"topic":"T","brokerName":"b","queueId":1}:{"o":1},"plain":2}',  # mixed keys in one map
+])
+def test_odd_looking_strings_and_keys_read_as_the_parser_reads_them(text: str) -> None:
+    assert _typed(loads(text)) == _typed(_parsed_by_the_parser(text))
+
+
+@given(_values)
+@settings(max_examples=300, deadline=None)
+def test_fast_path_matches_the_parser(value: Any) -> None:
+    text = fastjson_dumps(value)
+    assert _typed(loads(text)) == _typed(_parsed_by_the_parser(text))
+
+
+def test_a_body_carrying_the_fast_paths_marker_reads_as_written() -> None:
+    assert loads('{"\ue0007":1,"a":{0:2}}') == {"\ue0007": 1, "a": {0: 2}}
