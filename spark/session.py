@@ -19,10 +19,12 @@ DEFAULTS: dict[str, str] = {
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
     "spark.driver.memory": "1g",
-    # The serial collector grows the heap only as far as the evaluation needs and gives back what a
-    # cycle freed; G1 kept all 1 GiB committed. Measured at 160k queue series (bench/daemon_memory.py):
-    # JVM RSS 900 MiB instead of 1,529 MiB, evaluation as fast (12.7 s vs 14.7 s, within noise).
-    "spark.driver.extraJavaOptions": "-XX:+UseSerialGC -XX:MinHeapFreeRatio=10 -XX:MaxHeapFreeRatio=30",
+    # The serial collector grows the heap only as far as the evaluation needs, where G1 kept all
+    # 1 GiB committed, and leaves both cores to the evaluation instead of running beside it.
+    # Measured at 16k queue series, median of 11 evaluations: 4.5-5.0 s instead of 5.3-5.9 s with G1
+    # (with the heap also held to 10-30% free: 5.0-5.3 s, more time in GC). The daemon at 160k series
+    # (bench/daemon_memory.py) peaked at 1,718 MiB, JVM 1,368 MiB; with G1 1,916 and 1,571 MiB.
+    "spark.driver.extraJavaOptions": "-XX:+UseSerialGC",
     "spark.sql.execution.arrow.pyspark.enabled": "false",
     # Call-site capture costs ~5 JVM round trips per Column function: 36k calls and 4.7 s per plan at 16k series.
     "spark.python.sql.dataFrameDebugging.enabled": "false",
