@@ -3,7 +3,9 @@
 Each table is read once over the longest window any of its rules (or any view built on it)
 needs; views are computed from those windows; threshold rules of one table share one pass
 (spark/kinds/fused.py); every plan is unioned and collected once. On big stores, rules that
-judge only each series' newest sample read only the cycles holding one (spark/newest.py).
+judge only each series' newest sample read only the cycles holding one (spark/newest.py), and
+stall rules find their candidates in the samples since `over` plus the series quiet since then,
+known from the same newest times (spark/kinds/stall.py).
 
     evaluator = Evaluator(get_session(), "/var/lib/rocketwatch/store")
     findings = evaluator.evaluate(ruleset.rules, now, stale_after=timedelta(seconds=60))
@@ -19,15 +21,18 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from functools import reduce
 from pathlib import Path
+from typing import TypeGuard
 
 from pyspark.sql import DataFrame, SparkSession
 
 from rules.findings import Finding
 from rules.kinds.base import RuleBase
+from rules.kinds.stall import StallRule
 from rules.tables import TABLES
 from spark.kinds import KINDS
 from spark.kinds.common import OUTPUT_COLUMNS, lookback
 from spark.kinds.fused import fusable, plan_fused
+from spark.kinds.stall import plan_stall
 from spark.newest import at_times, reads_newest_only
 from spark.newest_state import NewestTimes, Wanted
 from spark.render import to_finding
@@ -45,6 +50,14 @@ PRUNE_MIN_ROWS = 50_000
 # Measured at 16k queue series (0.3-0.5M rows per table): the collect took 2.4-2.8 s instead of
 # 3.4-3.7 s, and with a few hundred rows (diagnose, small clusters) 2.3-2.6 s instead of 3.3-4.1 s.
 ONE_PARTITION_MAX_ROWS = 1_000_000
+
+
+_HASHES = "_h1 long, _h2 int"
+
+
+def _knows_quiet(rule: RuleBase) -> TypeGuard[StallRule]:
+    """A stall rule judging each series on its own: its prefilter can use the quiet series (plan_stall)."""
+    return isinstance(rule, StallRule) and not rule.reduces
 
 
 def needed(rule: RuleBase, stale_after: timedelta) -> timedelta:
@@ -77,29 +90,31 @@ class Evaluator:
         # No samples yet (a fresh store, a collector not configured): nothing to find, and nothing
         # to call no_data either, since no series was ever seen in the window.
         wanted = [Wanted(name, rs[0].table_def.key, start) for name, rs in live.items()
-                  if (start := self._prune_from(self._sources(name)[0], rs, now, stale_after)) is not None]
+                  if (start := self._newest_from(self._sources(name)[0], rs, now, stale_after)) is not None]
         times = self._newest.times(wanted, now) if wanted else {}
         outputs: list[DataFrame] = []
         for name, table_rules in live.items():
             newest = [r for r in table_rules if name in times and reads_newest_only(r)]
             if newest:
                 outputs.extend(self._plan_table(newest, self._frame(name, at_times(
-                    windows, self._sources(name), times[name])), now, stale_after))
+                    windows, self._sources(name), times[name])), now, stale_after, False))
             rest = [r for r in table_rules if r not in newest]
             if rest:
-                outputs.extend(self._plan_table(rest, self._frame(name, windows), now, stale_after))
+                outputs.extend(self._plan_table(rest, self._frame(name, windows), now, stale_after, name in times))
         if not outputs:
             return None
         return reduce(DataFrame.unionByName, outputs).select(*OUTPUT_COLUMNS)
 
-    def _prune_from(self, table: str, rules: Sequence[RuleBase], now: datetime,
-                    stale_after: timedelta) -> datetime | None:
-        """The start of the newest-only rules' lookback when it is worth pruning (it holds at least
-        prune_min_rows rows of `table`); None when there is nothing to prune."""
-        newest = [r for r in rules if reads_newest_only(r)]
-        if self.prune_min_rows is None or not newest:
+    def _newest_from(self, table: str, rules: Sequence[RuleBase], now: datetime,
+                     stale_after: timedelta) -> datetime | None:
+        """From when the newest sample times of `table` are worth keeping (spark/newest_state.py): the
+        start of its newest-only rules' lookback and of its stall rules' windows, when that holds at
+        least prune_min_rows rows of `table`; None when there is nothing to prune."""
+        starts = [now - lookback(r.stale_after or stale_after) for r in rules if reads_newest_only(r)]
+        starts += [now - r.window() - (r.stale_after or stale_after) for r in rules if _knows_quiet(r)]
+        if self.prune_min_rows is None or not starts:
             return None
-        start = now - max(lookback(r.stale_after or stale_after) for r in newest)
+        start = min(starts)
         if self.prune_min_rows > 0 and window_rows(self.store_root, TABLES[table], start, now) < self.prune_min_rows:
             return None
         return start
@@ -113,8 +128,11 @@ class Evaluator:
         return compute_view(name, windows) if name in VIEW_DEFS else windows[name]
 
     def _plan_table(self, table_rules: Sequence[RuleBase], frame: DataFrame, now: datetime,
-                    stale_after: timedelta) -> list[DataFrame]:
-        """The plans of the rules reading one table (or view) frame; threshold rules fused per stale_after."""
+                    stale_after: timedelta, newest_known: bool) -> list[DataFrame]:
+        """The plans of the rules reading one table (or view) frame; threshold rules fused per stale_after.
+
+        `newest_known`: this cycle's newest times of the frame's series are kept (stall rules use them).
+        """
         outputs: list[DataFrame] = []
         fused: dict[timedelta, list[RuleBase]] = defaultdict(list)
         for rule in table_rules:
@@ -126,22 +144,32 @@ class Evaluator:
             except Exception:
                 log.exception("rules %s: cannot fuse their plans; planning them one by one",
                               ", ".join(r.alert for r in group))
-                outputs.extend(self._plan_each(group, frame, now, stale_after))
-        outputs.extend(self._plan_each([r for r in table_rules if not fusable(r)], frame, now, stale_after))
+                outputs.extend(self._plan_each(group, frame, now, stale_after, False))
+        outputs.extend(self._plan_each([r for r in table_rules if not fusable(r)], frame, now, stale_after,
+                                       newest_known))
         return outputs
 
-    @staticmethod
-    def _plan_each(rules: Sequence[RuleBase], frame: DataFrame, now: datetime,
-                   stale_after: timedelta) -> list[DataFrame]:
+    def _plan_each(self, rules: Sequence[RuleBase], frame: DataFrame, now: datetime,
+                   stale_after: timedelta, newest_known: bool) -> list[DataFrame]:
         """Each rule's own plan; a rule Spark cannot plan is logged and skipped."""
         outputs = []
         for rule in rules:
+            stale = rule.stale_after or stale_after
             try:
-                outputs.append(KINDS[rule.kind](rule, frame, now, rule.stale_after or stale_after))
+                if newest_known and _knows_quiet(rule):
+                    output = plan_stall(rule, frame, now, stale, quiet=self._quiet(rule, now, stale))
+                else:
+                    output = KINDS[rule.kind](rule, frame, now, stale)
+                outputs.append(output)
             except Exception:
                 # One rule Spark cannot plan must not blind every other rule of the cycle.
                 log.exception("rule %s: cannot build its plan; skipped this cycle", rule.alert)
         return outputs
+
+    def _quiet(self, rule: StallRule, now: datetime, stale_after: timedelta) -> DataFrame:
+        """The series of the rule's table with their newest sample in its window but not since `over`."""
+        table = self._newest.quiet(rule.table, now - rule.window() - stale_after, now - rule.over)
+        return self.spark.createDataFrame(table if table.num_rows else [], _HASHES)
 
     def _windows(self, by_table: dict[str, list[RuleBase]], now: datetime,
                  stale_after: timedelta) -> tuple[dict[str, DataFrame], set[str]]:

@@ -123,6 +123,16 @@ class NewestTimes:
             out[want.name] = sorted(v for v in pc.unique(kept.newest["ts"]).to_pylist() if v is not None)
         return out
 
+    def quiet(self, name: str, start: datetime, since: datetime) -> pa.Table:
+        """Series of `name` (as _h1, _h2) whose newest sample is in [start, since), as of the last
+        times() call, which must have asked for `name` from `start` or earlier."""
+        kept = self._kept.get(name)
+        if kept is None or kept.newest is None:
+            return pa.table({"_h1": pa.array([], pa.int64()), "_h2": pa.array([], pa.int32())})
+        ts = kept.newest["ts"]
+        inside = pc.and_(pc.greater_equal(ts, pa.scalar(start, ts.type)), pc.less(ts, pa.scalar(since, ts.type)))
+        return kept.newest.filter(inside).select(["_h1", "_h2"])
+
     def _read_new(self, wanted: Sequence[Wanted], reads: Mapping[str, list[str]], now: datetime) -> None:
         """One Spark job over the new files of every wanted name; merges the results into what is kept."""
         parts: list[DataFrame] = []

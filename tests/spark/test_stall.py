@@ -1,5 +1,7 @@
 """Kind `stall` on real Spark: Burrow's STALL (frozen with work waiting) vs idle, and the stuck message."""
 
+from datetime import timedelta
+
 from tests.spark.kind_samples import at, cq_row, pq_row
 
 OFFSET_STALL = {
@@ -63,6 +65,18 @@ def test_stale_stalled_series_is_no_data(write, evaluate):
                              for age in range(120, 601, 30)])
     (found,) = evaluate(OFFSET_STALL)
     assert found.no_data and found.severity is None
+
+
+def test_series_without_a_sample_since_over_are_still_judged(write, evaluate):
+    # The prefilter reads only the samples since now - over; these two have none there, and the
+    # evaluator's newest times name them. "late" is fresh (stale_after 3m > over 1m), "gone" is stale.
+    short = {**OFFSET_STALL, "over": "1m"}
+    rows = [cq_row(at(age), "late", 0, broker_offset=900, consumer_offset=100) for age in range(90, 601, 30)]
+    rows += [cq_row(at(age), "gone", 0, broker_offset=900, consumer_offset=100) for age in range(400, 701, 30)]
+    write("consumer_queue", rows)
+    found = {f.labels["group"]: f for f in evaluate(short, stale_after=timedelta(minutes=3))}
+    assert (found["late"].severity, found["late"].value, found["late"].no_data) == ("warning", 510, False)
+    assert found["gone"].no_data and found["gone"].severity is None
 
 
 def test_series_left_out_before_sorting_are_exactly_those_that_give_nothing(write, evaluate, monkeypatch):
