@@ -16,9 +16,7 @@ the figures are the peaks over BENCH_CYCLES evaluations (default 8) after the fi
 
 from __future__ import annotations
 
-import json
 import os
-import platform
 import re
 import sys
 import tempfile
@@ -30,11 +28,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.daemon_run import metric, production_config  # noqa: E402
 from bench.proc_memory import descendants, rss_mib  # noqa: E402
+from bench.report import run_facts, write_results  # noqa: E402
 from bench.store_gen import STEP, write_cycle, write_store  # noqa: E402
 from daemon.simulator import SimulatorThread  # noqa: E402
 from daemon.simulator.scenario_scale import scale  # noqa: E402
-from tests.helpers.daemon_proc import free_port, http, log_tail, start_daemon, wait_until  # noqa: E402
+from tests.helpers.daemon_proc import free_port, log_tail, start_daemon, wait_until  # noqa: E402
 
 BROKERS, TOPICS, GROUPS, QUEUES, TOPICS_PER_GROUP = 4, 300, 167, 8, 3
 LIVE = BROKERS * QUEUES * GROUPS * TOPICS_PER_GROUP
@@ -45,30 +45,10 @@ WARM, CYCLES = 2, int(os.environ.get("BENCH_CYCLES", "8"))
 TARGET_MIB = 2048
 
 
-def _config(tmp: Path, namesrv: str, http_port: int) -> Path:
-    path = tmp / "rocketwatch.yaml"
-    path.write_text(f"""clusters:
-  - name: DefaultCluster
-    namesrv: ["{namesrv}"]
-state_dir: {tmp / "state"}
-collect: {{interval: 30s, timeout: 10s}}
-evaluate: {{interval: 30s}}
-http: {{listen: "127.0.0.1:{http_port}"}}
-""")
-    return path
-
-
 def _evaluations(base: str) -> tuple[float, float]:
     """(count, sum) of the daemon's evaluate duration histogram; zeros while it is starting."""
-    try:
-        status, body = http("GET", f"{base}/metrics")
-    except OSError:
-        return 0.0, 0.0
-    found = {name: re.search(rf"^rocketwatch_evaluate_duration_seconds_{name} ([0-9.eE+-]+)$", body, re.MULTILINE)
-             for name in ("count", "sum")}
-    if status != 200 or not all(found.values()):
-        return 0.0, 0.0
-    return float(found["count"].group(1)), float(found["sum"].group(1))  # type: ignore[union-attr]
+    count = metric(base, "rocketwatch_evaluate_duration_seconds_count") or 0.0
+    return count, metric(base, "rocketwatch_evaluate_duration_seconds_sum") or 0.0
 
 
 class _SyntheticWriter(threading.Thread):
@@ -85,8 +65,13 @@ class _SyntheticWriter(threading.Thread):
             self.step += 1
 
 
-def measure(tmp: Path) -> dict:
+def measure() -> dict:
     """Run the daemon over the 160k-series store; the peak memory of its Python process and its JVM."""
+    with tempfile.TemporaryDirectory(prefix="rw-bench-memory-") as tmp:
+        return _measure_in(Path(tmp))
+
+
+def _measure_in(tmp: Path) -> dict:
     store = tmp / "state" / "store"
     started = time.monotonic()
     write_store(store, SYNTHETIC, HISTORY_CYCLES, datetime.now(UTC).replace(microsecond=0))
@@ -99,7 +84,7 @@ def measure(tmp: Path) -> dict:
         base = f"http://127.0.0.1:{port}"
         log = tmp / "daemon.log"
         writer.start()
-        proc = start_daemon(_config(tmp, sim.namesrv_addr, port), log, {})
+        proc = start_daemon(production_config(tmp, sim.namesrv_addr, port), log, {})
         try:
             wait_until(lambda: _evaluations(base)[0] >= WARM, 900, f"{WARM} evaluations", log)
             before = _evaluations(base)
@@ -145,21 +130,14 @@ def _markdown(result: dict) -> str:
 
 def main() -> None:
     """Measure once and write bench/results/daemon_memory.{json,md}."""
-    with tempfile.TemporaryDirectory(prefix="rw-bench-memory-") as tmp:
-        figures = measure(Path(tmp))
+    figures = measure()
     result = {
-        "when": datetime.now(UTC).isoformat(timespec="seconds"),
-        "machine": f"{platform.machine()} {os.cpu_count()} cpu, Python {platform.python_version()}",
-        "load_average_1m": round(os.getloadavg()[0], 2),
+        **run_facts(),
         "store": f"{LIVE:,} queue series collected live from the simulator + {SYNTHETIC:,} synthetic, "
                  "collect and evaluate every 30 s",
         "series": TOTAL, "target_mib": TARGET_MIB, **figures,
     }
-    out = ROOT / "bench" / "results"
-    (out / "daemon_memory.json").write_text(json.dumps(result, indent=2) + "\n")
-    md = _markdown(result)
-    (out / "daemon_memory.md").write_text(md)
-    print(md)
+    write_results("daemon_memory", result, _markdown(result))
 
 
 if __name__ == "__main__":

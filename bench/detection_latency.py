@@ -18,22 +18,22 @@ moments of the first failed collection and of firing from its log, and its resid
 from __future__ import annotations
 
 import json
-import os
-import platform
 import re
 import sys
 import tempfile
 import time
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.daemon_run import metric, production_config  # noqa: E402
 from bench.proc_memory import descendants, rss_mib  # noqa: E402
+from bench.report import run_facts, write_results  # noqa: E402
 from daemon.simulator import SimulatorThread  # noqa: E402
 from daemon.simulator.scenario_scale import scale  # noqa: E402
-from tests.helpers.daemon_proc import free_port, http, log_tail, start_daemon, wait_until  # noqa: E402
+from tests.helpers.daemon_proc import free_port, log_tail, start_daemon, wait_until  # noqa: E402
 from tests.helpers.slack_server import SlackServer  # noqa: E402
 
 BROKERS, TOPICS, GROUPS, QUEUES, TOPICS_PER_GROUP = 4, 300, 167, 8, 3
@@ -42,32 +42,6 @@ DOWN = "broker-02"
 TOKEN = "xoxb-bench"
 WARM_CYCLES = 3  # evaluations before the incident: JIT, plan caches and the store's first minutes
 RULE = "CollectorTargetUnreachable"
-
-
-def _config(tmp: Path, namesrv: str, slack: SlackServer, http_port: int) -> Path:
-    path = tmp / "rocketwatch.yaml"
-    path.write_text(f"""clusters:
-  - name: DefaultCluster
-    namesrv: ["{namesrv}"]
-state_dir: {tmp / "state"}
-collect: {{interval: 30s, timeout: 10s}}
-evaluate: {{interval: 30s}}
-http: {{listen: "127.0.0.1:{http_port}"}}
-notify:
-  receivers:
-    - {{type: slack, name: oncall, channel: "#mq-alerts", token_env: BENCH_SLACK_TOKEN, base_url: "{slack.base_url}"}}
-""")
-    return path
-
-
-def _metric(base: str, name: str) -> float | None:
-    """The value of an unlabelled metric line from the daemon's /metrics, or None."""
-    try:
-        status, body = http("GET", f"{base}/metrics")
-    except OSError:  # not listening yet: the daemon is still starting
-        return None
-    found = re.search(rf"^{re.escape(name)} ([0-9.eE+-]+)$", body, re.MULTILINE) if status == 200 else None
-    return float(found.group(1)) if found else None
 
 
 def _logged_after(text: str, since: datetime, pattern: str) -> float | None:
@@ -92,17 +66,20 @@ def measure(tmp: Path) -> dict:
         port = free_port()
         base = f"http://127.0.0.1:{port}"
         log = tmp / "daemon.log"
-        proc = start_daemon(_config(tmp, sim.namesrv_addr, slack, port), log, {"BENCH_SLACK_TOKEN": TOKEN})
+        receiver = (f'    - {{type: slack, name: oncall, channel: "#mq-alerts", token_env: BENCH_SLACK_TOKEN, '
+                    f'base_url: "{slack.base_url}"}}\n')
+        proc = start_daemon(production_config(tmp, sim.namesrv_addr, port, receiver), log,
+                            {"BENCH_SLACK_TOKEN": TOKEN})
         try:
-            wait_until(lambda: (_metric(base, "rocketwatch_evaluate_duration_seconds_count") or 0) >= WARM_CYCLES,
+            wait_until(lambda: (metric(base, "rocketwatch_evaluate_duration_seconds_count") or 0) >= WARM_CYCLES,
                        600, f"{WARM_CYCLES} evaluations", log)
-            before = {name: _metric(base, f"rocketwatch_evaluate_duration_seconds_{name}") for name in ("sum", "count")}
+            before = {name: metric(base, f"rocketwatch_evaluate_duration_seconds_{name}") for name in ("sum", "count")}
             addr = sim.broker_addrs[DOWN]
             incident, incident_wall = time.monotonic(), datetime.now()
             sim.set_fault(DOWN, refuse=True)
             wait_until(lambda: _posted(slack, addr) and _posted(slack, RULE), 600, f"the {RULE} message", log)
             latency = time.monotonic() - incident
-            after = {name: _metric(base, f"rocketwatch_evaluate_duration_seconds_{name}") for name in ("sum", "count")}
+            after = {name: metric(base, f"rocketwatch_evaluate_duration_seconds_{name}") for name in ("sum", "count")}
             rss = rss_mib([proc.pid, *descendants(proc.pid)])
             text = log.read_text(errors="replace")
             rows = re.findall(r"collected cluster DefaultCluster in ([0-9.]+)s", text)
@@ -145,19 +122,13 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="rw-bench-latency-") as tmp:
         figures = measure(Path(tmp))
     result = {
-        "when": datetime.now(UTC).isoformat(timespec="seconds"),
-        "machine": f"{platform.machine()} {os.cpu_count()} cpu, Python {platform.python_version()}",
-        "load_average_1m": round(os.getloadavg()[0], 2),
+        **run_facts(),
         "cluster": f"{BROKERS} brokers x {TOPICS} topics x {GROUPS} groups ({TOPICS_PER_GROUP} topics each) x "
                    f"{QUEUES} queues, 2 clients per group: {SERIES:,} queue series",
         "cadence": "collect 30 s, evaluate 30 s, notify 10 s; the rule holds for 1 m",
         "incident": f"{DOWN} refuses connections", "rule": RULE, **figures,
     }
-    out = ROOT / "bench" / "results"
-    (out / "detection_latency.json").write_text(json.dumps(result, indent=2) + "\n")
-    md = _markdown(result)
-    (out / "detection_latency.md").write_text(md)
-    print(md)
+    write_results("detection_latency", result, _markdown(result))
 
 
 if __name__ == "__main__":
