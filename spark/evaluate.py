@@ -32,10 +32,11 @@ from rules.tables import TABLES
 from spark.kinds import KINDS
 from spark.kinds.common import OUTPUT_COLUMNS, lookback
 from spark.kinds.fused import fusable, plan_fused
-from spark.kinds.stall import plan_stall
+from spark.kinds.stall import plan_stall, plan_stall_from_runs
 from spark.newest import at_times, reads_newest_only
 from spark.newest_state import NewestTimes, Wanted
 from spark.render import to_finding
+from spark.stall_runs import StallRuns, keeps_runs
 from spark.store_reader import partition_paths, read_window, window_rows
 from spark.views import VIEW_DEFS, compute_view
 
@@ -69,7 +70,7 @@ class Evaluator:
     """Reads each table's window once, plans every rule on it, collects all findings at once."""
 
     def __init__(self, spark: SparkSession, store_root: str | Path, prune_min_rows: int | None = PRUNE_MIN_ROWS,
-                 one_partition_max_rows: int = ONE_PARTITION_MAX_ROWS) -> None:
+                 one_partition_max_rows: int = ONE_PARTITION_MAX_ROWS, stall_runs: bool = True) -> None:
         self.spark = spark
         self.store_root = Path(store_root)
         # Newest-sample pruning (spark/newest.py) for tables whose window holds at least this many
@@ -78,6 +79,9 @@ class Evaluator:
         # Tables whose window holds at most this many rows are read as one partition; 0 never.
         self.one_partition_max_rows = one_partition_max_rows
         self._newest = NewestTimes(spark, store_root)
+        # Stall rules on tables with newest times kept are judged from runs kept between cycles.
+        self.stall_runs = stall_runs
+        self._runs = StallRuns(spark, store_root)
 
     def plan(self, rules: Sequence[RuleBase], now: datetime, stale_after: timedelta) -> DataFrame | None:
         """The union of every rule's output for `now`, or None when no rule has data to read."""
@@ -92,13 +96,16 @@ class Evaluator:
         wanted = [Wanted(name, rs[0].table_def.key, start) for name, rs in live.items()
                   if (start := self._newest_from(self._sources(name)[0], rs, now, stale_after)) is not None]
         times = self._newest.times(wanted, now) if wanted else {}
+        runs = self._update_runs([r for name, rs in live.items() if name in times for r in rs], now, stale_after)
         outputs: list[DataFrame] = []
         for name, table_rules in live.items():
             newest = [r for r in table_rules if name in times and reads_newest_only(r)]
-            if newest:
-                outputs.extend(self._plan_table(newest, self._frame(name, at_times(
-                    windows, self._sources(name), times[name])), now, stale_after, False))
-            rest = [r for r in table_rules if r not in newest]
+            if newest or any(r in runs for r in table_rules):
+                at_newest = self._frame(name, at_times(windows, self._sources(name), times[name]))
+                outputs.extend(self._plan_table(newest, at_newest, now, stale_after, False))
+                outputs.extend(self._plan_runs([r for r in runs if r in table_rules], at_newest,
+                                               self._frame(name, windows), now, stale_after))
+            rest = [r for r in table_rules if r not in newest and r not in runs]
             if rest:
                 outputs.extend(self._plan_table(rest, self._frame(name, windows), now, stale_after, name in times))
         if not outputs:
@@ -163,6 +170,38 @@ class Evaluator:
                 outputs.append(output)
             except Exception:
                 # One rule Spark cannot plan must not blind every other rule of the cycle.
+                log.exception("rule %s: cannot build its plan; skipped this cycle", rule.alert)
+        return outputs
+
+    def _update_runs(self, rules: Sequence[RuleBase], now: datetime, stale_after: timedelta) -> list[StallRule]:
+        """The stall rules judged from their kept runs this cycle (spark/stall_runs.py), brought up to `now`."""
+        chosen = [r for r in rules if self.stall_runs and isinstance(r, StallRule) and keeps_runs(r)]
+        if not chosen:
+            return []
+        try:
+            self._runs.update([(r, r.stale_after or stale_after) for r in chosen], now)
+        except Exception:
+            # The whole-window plan still judges these rules; the runs start over next cycle.
+            log.exception("stall rules %s: cannot extend their runs; judging them from the whole window",
+                          ", ".join(r.alert for r in chosen))
+            self._runs = StallRuns(self.spark, self.store_root)
+            return []
+        return chosen
+
+    def _plan_runs(self, rules: Sequence[StallRule], at_newest: DataFrame, window: DataFrame, now: datetime,
+                   stale_after: timedelta) -> list[DataFrame]:
+        """Plans of stall rules from their runs and each series' newest sample (plan_stall_from_runs)."""
+        outputs = []
+        for rule in rules:
+            stale = rule.stale_after or stale_after
+            try:
+                split = self._runs.split(rule, now, stale)
+                candidates = self.spark.createDataFrame(split.candidates if split.candidates.num_rows else [],
+                                                        f"{_HASHES}, _since timestamp")
+                fallback = (self.spark.createDataFrame(split.fallback, _HASHES) if split.fallback.num_rows
+                            else None)
+                outputs.append(plan_stall_from_runs(rule, at_newest, window, now, stale, candidates, fallback))
+            except Exception:
                 log.exception("rule %s: cannot build its plan; skipped this cycle", rule.alert)
         return outputs
 
