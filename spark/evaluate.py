@@ -103,8 +103,7 @@ class Evaluator:
             if newest or any(r in runs for r in table_rules):
                 at_newest = self._frame(name, at_times(windows, self._sources(name), times[name]))
                 outputs.extend(self._plan_table(newest, at_newest, now, stale_after, False))
-                outputs.extend(self._plan_runs([r for r in runs if r in table_rules], at_newest,
-                                               self._frame(name, windows), now, stale_after))
+                outputs.extend(self._plan_runs([r for r in runs if r in table_rules], at_newest, now, stale_after))
             rest = [r for r in table_rules if r not in newest and r not in runs]
             if rest:
                 outputs.extend(self._plan_table(rest, self._frame(name, windows), now, stale_after, name in times))
@@ -188,19 +187,16 @@ class Evaluator:
             return []
         return chosen
 
-    def _plan_runs(self, rules: Sequence[StallRule], at_newest: DataFrame, window: DataFrame, now: datetime,
+    def _plan_runs(self, rules: Sequence[StallRule], at_newest: DataFrame, now: datetime,
                    stale_after: timedelta) -> list[DataFrame]:
         """Plans of stall rules from their runs and each series' newest sample (plan_stall_from_runs)."""
         outputs = []
         for rule in rules:
             stale = rule.stale_after or stale_after
             try:
-                split = self._runs.split(rule, now, stale)
-                candidates = self.spark.createDataFrame(split.candidates if split.candidates.num_rows else [],
-                                                        f"{_HASHES}, _since timestamp")
-                fallback = (self.spark.createDataFrame(split.fallback, _HASHES) if split.fallback.num_rows
-                            else None)
-                outputs.append(plan_stall_from_runs(rule, at_newest, window, now, stale, candidates, fallback))
+                found = self._runs.candidates(rule, now, stale)
+                candidates = self.spark.createDataFrame(found if found.num_rows else [], f"{_HASHES}, _since timestamp")
+                outputs.append(plan_stall_from_runs(rule, at_newest, now, stale, candidates))
             except Exception:
                 log.exception("rule %s: cannot build its plan; skipped this cycle", rule.alert)
         return outputs

@@ -9,13 +9,13 @@ rows of the files written since; the rule's plan then reads only each series' ne
 joins it with the few series whose run is at least `over` long.
 
 Kept per series (as its key hashes _h1, _h2), over its samples since the window the runs were
-built from: the newest value (`_v`, as text), the first sample of the run (`_since`, null when the
-newest sample ends every run: `while` false), the newest sample (`_last`), and for `moving:` the
-newest non-null moving value (`_m_last`, `_m_last_ts`) and where the newest change of it inside
-the run was (`_m_prev`: the sample before the change). A run longer than the window is cut at the
-window's first sample, as the full plan does; that sample comes from the window's first
-stale_after (`_first_in`), read in the same job, and a series with none there is planned the old
-way (StallRuns.split's `fallback`).
+built from: the newest value (`_v`, as a 64-bit hash), the first sample of the run (`_since`,
+null when the newest sample ends every run: `while` false), the newest sample (`_last`), and for
+`moving:` the newest non-null moving value (`_m_last`, `_m_last_ts`) and where the newest change
+of it inside the run was (`_m_prev`: the sample before the change). Beside it, the times of every
+sample of the current runs (`times`): a run longer than the window is cut at the window's first
+sample, as the full plan does, and that sample is the first of those times in the window. A
+healthy series' run is one or two samples long, so they number about one per series.
 
 Exact for a store that only grows, like spark/newest_state.py. A compaction (the files of an hour
 merged into one holding exactly their rows) keeps the runs; anything else rebuilds them from the
@@ -69,26 +69,16 @@ def _signature(rule: StallRule) -> tuple[object, ...]:
 
 @dataclass
 class _Runs:
-    """One rule's runs: the table of _STATE columns and the files whose rows it has counted."""
+    """One rule's runs: the table of _STATE columns, their samples' times, the files counted."""
 
     signature: tuple[object, ...]
     state: pa.Table
+    times: pa.Table  # _h1, _h2, ts: the samples of the current runs
     through: datetime
     start: datetime
     # Files whose every row was counted, and files read while they held rows after `through`.
     done: dict[str, int] = field(default_factory=dict)  # path -> rows
     partial: set[str] = field(default_factory=set)
-    # Each long run's first sample in the window (_h1, _h2, _first_in), as of the last update.
-    first_in: pa.Table | None = None
-
-
-@dataclass(frozen=True)
-class Split:
-    """What a stall rule's plan needs from its runs: the series that may fire, with where their stall
-    began (_h1, _h2, _since), and the series to plan from the whole window (_h1, _h2)."""
-
-    candidates: pa.Table
-    fallback: pa.Table
 
 
 @dataclass(frozen=True)
@@ -130,11 +120,14 @@ def _read_facts(path: str) -> _Facts:
     return _Facts(meta.num_rows, low, high)
 
 
-def _as_text(column: Column, rows: DataFrame) -> Column:
-    """A value as text that is equal exactly when the values are (null-safe, as eqNullSafe)."""
+def _fingerprint(column: Column, rows: DataFrame) -> Column:
+    """A value as a 64-bit hash, null when it is null: equal values give equal hashes (as eqNullSafe),
+    and two different values of one series collide once in 2^64 comparisons."""
     kind = rows.select(column.alias("_probe")).schema["_probe"].dataType
-    # -0.0 + 0.0 is 0.0: the two zeros compare equal in Spark and must print the same.
-    return (column + F.lit(0.0) if isinstance(kind, (DoubleType, FloatType)) else column).cast("string")
+    # -0.0 + 0.0 is 0.0: the two zeros compare equal in Spark and must hash the same.
+    value = column + F.lit(0.0) if isinstance(kind, (DoubleType, FloatType)) else column
+    # Hashes travel to Python and sort in 8 bytes where offsets as text took 20 or more.
+    return F.when(value.isNotNull(), F.xxhash64(value))
 
 
 def _samples(rule: StallRule, rows: DataFrame, now: datetime) -> DataFrame:
@@ -147,10 +140,10 @@ def _samples(rule: StallRule, rows: DataFrame, now: datetime) -> DataFrame:
 
     return rows.select(
         *[column.alias(name) for name, column in series_hashes(table.key).items()], "ts",
-        _as_text(compiled(rule.value), rows).alias("v"),
+        _fingerprint(compiled(rule.value), rows).alias("v"),
         F.coalesce(compiled(rule.while_) if rule.while_ is not None else F.lit(True), F.lit(False)).alias("w"),
-        (_as_text(compiled(rule.moving), rows) if rule.moving is not None
-         else F.lit(None).cast("string")).alias("m"),
+        (_fingerprint(compiled(rule.moving), rows) if rule.moving is not None
+         else F.lit(None).cast("long")).alias("m"),
     )
 
 
@@ -170,12 +163,13 @@ def summarise(rule: StallRule, rows: DataFrame, now: datetime) -> DataFrame:
     moved = F.filter(F.sequence(F.lit(2), F.greatest(F.size("_nm"), F.lit(2))),
                      lambda i: F.try_element_at("_nm", i)["m"] != F.try_element_at("_nm", i - 1)["m"])
     series = series.withColumns({
+        "_times": F.transform(run, lambda s: s["ts"]),
         "_m_first": F.try_element_at("_nm", F.lit(1))["m"],
         "_m_last": F.try_element_at("_nm", F.lit(-1))["m"],
         "_m_last_ts": F.try_element_at("_nm", F.lit(-1))["ts"],
         "_m_prev": F.try_element_at("_nm", F.array_max(moved) - 1)["ts"],
     })
-    return series.select(*_SUMMARY)
+    return series.select(*_SUMMARY, "_times")
 
 
 def summarise_one(rule: StallRule, rows: DataFrame, now: datetime) -> DataFrame:
@@ -188,6 +182,7 @@ def summarise_one(rule: StallRule, rows: DataFrame, now: datetime) -> DataFrame:
         "_h1", "_h2", "_v", F.when(F.col("w"), F.col("_last")).alias("_since"), "_last", F.col("w").alias("_clean"),
         moving.alias("_m_first"), moving.alias("_m_last"),
         F.when(moving.isNotNull(), F.col("_last")).alias("_m_last_ts"), F.lit(None).cast("timestamp").alias("_m_prev"),
+        F.when(F.col("w"), F.array("_last")).otherwise(F.array().cast("array<timestamp>")).alias("_times"),
     )
 
 
@@ -195,8 +190,9 @@ def _pick(condition: pa.Array, yes: pa.Array, no: pa.Array) -> pa.Array:
     return pc.if_else(pc.fill_null(condition, False), yes, no)
 
 
-def merge(old: pa.Table, new: pa.Table) -> pa.Table:
-    """The runs of `old` extended by `new`, the summaries of the rows that came after them."""
+def merge(old: pa.Table, new: pa.Table) -> tuple[pa.Table, pa.Table]:
+    """The runs of `old` extended by `new`, the summaries of the rows that came after them, and the
+    series (_h1, _h2) whose run `new` ended (a new one began, or none runs)."""
     keys = ["_h1", "_h2"]
     new = new.rename_columns([c if c in keys else c + "_n" for c in new.column_names])
     old = old.rename_columns([c if c in keys else c + "_o" for c in old.column_names])
@@ -219,7 +215,19 @@ def merge(old: pa.Table, new: pa.Table) -> pa.Table:
                             _pick(has_new, n["_m_last_ts"], o["_m_last_ts"])),
         "_m_prev": _pick(continues, m_prev, _pick(has_new, n["_m_prev"], o["_m_prev"])),
     }
-    return pa.table(merged)
+    ended = pa.table({"_h1": joined["_h1"], "_h2": joined["_h2"]}).filter(pc.and_(has_new, pc.invert(continues)))
+    return pa.table(merged), ended
+
+
+def _run_times(summary: pa.Table) -> pa.Table:
+    """The summaries' run sample times, one row each (_h1, _h2, ts)."""
+    summary = summary.combine_chunks()
+    if not summary.num_rows:
+        return _empty_times()
+    lists = summary["_times"].chunk(0)
+    parents = pc.list_parent_indices(lists)
+    return pa.table({"_h1": pc.take(summary["_h1"], parents), "_h2": pc.take(summary["_h2"], parents),
+                     "ts": pc.list_flatten(lists).cast(_TS)})
 
 
 def _before(table: pa.Table, column: str, moment: datetime) -> pa.Array:
@@ -260,39 +268,11 @@ class StallRuns:
                     low, high = next(iter(bounds))
                     one = len(bounds) == 1 and low is not None and low == high
                     summary = (summarise_one if one else summarise)(rule, rows, now)
-                parts.append(summary.withColumns({"_rule": F.lit(index), "_first_in": F.lit(None).cast("timestamp")}))
-            if not rebuild and kept is not None:
-                # A run long before `start` stays long: its first sample in the window is read beside.
-                long = kept.state.filter(_before(kept.state, "_since", start)).select(["_h1", "_h2"])
-                if long.num_rows:
-                    parts.append(self._first_in(rule, long, start, stale).withColumn("_rule", F.lit(index)))
-        found = reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), parts).toArrow() if parts else None
+                parts.append(summary.withColumn("_rule", F.lit(index)))
+        found = reduce(DataFrame.unionByName, parts).toArrow() if parts else None
         for index, (rule, start, paths, rebuild) in enumerate(plans):
             mine = found.filter(pc.equal(found["_rule"], index)) if found is not None else None
-            summary = mine.filter(pc.is_null(mine["_first_in"])) if mine is not None else None
-            self._apply(rule, start, paths, rebuild, summary, now)
-            kept = self._runs[rule.alert]
-            long = kept.state.filter(_before(kept.state, "_since", start)).select(["_h1", "_h2"])
-            firsts = (mine.filter(pc.is_valid(mine["_first_in"])).select(["_h1", "_h2", "_first_in"])
-                      if mine is not None else None)
-            if firsts is None or not firsts.num_rows:
-                firsts = pa.table({"_h1": pa.array([], pa.int64()), "_h2": pa.array([], pa.int32()),
-                                   "_first_in": pa.array([], _TS)})
-            kept.first_in = long.join(firsts.cast(pa.schema([long.schema.field("_h1"), long.schema.field("_h2"),
-                                                              pa.field("_first_in", _TS)])),
-                                      keys=["_h1", "_h2"], join_type="left outer")
-
-    def _first_in(self, rule: StallRule, long: pa.Table, start: datetime, stale: timedelta) -> DataFrame:
-        """The first sample of each `long` series in [start, start + stale) (_h1, _h2, _first_in)."""
-        paths = [str(p) for p in window_files(self.root, TABLES[rule.table], start, start + stale)]
-        hashes = self.spark.createDataFrame(long, "_h1 long, _h2 int")
-        if not paths:
-            return hashes.withColumn("_first_in", F.lit(None).cast("timestamp")).where(F.lit(False))
-        rows = excluded(self._read(rule, paths), rule)
-        rows = rows.where((F.col("ts") >= F.lit(start)) & (F.col("ts") < F.lit(start + stale)))
-        return (rows.withColumns(series_hashes(rule.table_def.key))
-                .join(F.broadcast(hashes), ["_h1", "_h2"], "left_semi")
-                .groupBy("_h1", "_h2").agg(F.min("ts").alias("_first_in")))
+            self._apply(rule, start, paths, rebuild, mine, now)
 
     def _rebuild_reason(self, kept: _Runs | None, rule: StallRule, listed: list[str], start: datetime,
                         now: datetime) -> str | None:
@@ -348,13 +328,17 @@ class StallRuns:
         """Merge one rule's summaries into its runs; drop series with no sample left in the window."""
         kept = self._runs.get(rule.alert)
         if rebuild or kept is None:
-            empty = _empty_state() if summary is None else summary.select(list(_STATE))
-            kept = self._runs[rule.alert] = _Runs(_signature(rule), empty, now, start)
+            state, times = ((_empty_state(), _empty_times()) if summary is None
+                            else (summary.select(list(_STATE)), _run_times(summary)))
+            kept = self._runs[rule.alert] = _Runs(_signature(rule), state, times, now, start)
         elif summary is not None and summary.num_rows:
-            summary = summary.select(list(_SUMMARY))
             old = kept.state.cast(pa.schema([summary.schema.field(c) for c in _STATE]))
-            kept.state = merge(old, summary)
+            kept.state, ended = merge(old, summary.select(list(_SUMMARY)))
+            kept.times = kept.times.join(ended.cast(kept.times.select(["_h1", "_h2"]).schema), keys=["_h1", "_h2"],
+                                         join_type="left anti")
+            kept.times = pa.concat_tables([kept.times, _run_times(summary).cast(kept.times.schema)])
         kept.state = kept.state.filter(pc.invert(_before(kept.state, "_last", start)))
+        kept.times = kept.times.filter(pc.invert(_before(kept.times, "ts", start)))
         kept.through = now
         for path in paths:
             facts = _file_facts(path)
@@ -364,34 +348,39 @@ class StallRuns:
                 kept.done[path] = facts.rows
                 kept.partial.discard(path)
 
-    def split(self, rule: StallRule, now: datetime, stale: timedelta) -> Split:
-        """The series of `rule` that may have stalled for `over` (with where their stall began) and the
-        long runs without a sample in the window's first stale_after (to plan from the whole window)."""
+    def candidates(self, rule: StallRule, now: datetime, stale: timedelta) -> pa.Table:
+        """The series of `rule` that may have stalled for `over`, with where their stall began in the
+        window (_h1, _h2, _since); every other series' stall, if any, is shorter."""
         kept = self._runs[rule.alert]
         state = kept.state
         start = now - rule.window() - stale
-        if kept.first_in is not None and kept.first_in.num_rows:
-            state = state.join(kept.first_in, keys=["_h1", "_h2"], join_type="left outer")
-        else:
-            state = state.append_column("_first_in", pa.nulls(state.num_rows, _TS))
         long = _before(state, "_since", start)
-        since = _pick(long, state["_first_in"], state["_since"])
-        fallback = pc.and_(long, pc.is_null(state["_first_in"]))
+        if pc.any(long).as_py():
+            # A run longer than the window starts, for the rule, at its first sample in the window.
+            firsts = kept.times.group_by(["_h1", "_h2"]).aggregate([("ts", "min")])
+            state = state.join(firsts.rename_columns(["_h1", "_h2", "_first_in"]), keys=["_h1", "_h2"],
+                               join_type="left outer")
+            long = _before(state, "_since", start)
+            since = _pick(long, state["_first_in"], state["_since"])
+        else:
+            since = state["_since"]
         ripe = pc.fill_null(pc.less_equal(since, pa.scalar(now - rule.over, since.type)), False)
         if rule.moving is not None:
             ripe = pc.and_(ripe, pc.fill_null(pc.greater_equal(state["_m_prev"], pa.scalar(start, since.type)), False))
-        chosen = pc.and_(ripe, pc.invert(fallback))
-        candidates = pa.table({"_h1": state["_h1"], "_h2": state["_h2"], "_since": since}).filter(chosen)
-        return Split(candidates, state.select(["_h1", "_h2"]).filter(fallback))
+        return pa.table({"_h1": state["_h1"], "_h2": state["_h2"], "_since": since}).filter(ripe)
 
     def known(self, rule: StallRule) -> bool:
         """True when `rule` has runs as of the last update."""
         return rule.alert in self._runs
 
 
+def _empty_times() -> pa.Table:
+    return pa.table({"_h1": pa.array([], pa.int64()), "_h2": pa.array([], pa.int32()), "ts": pa.array([], _TS)})
+
+
 def _empty_state() -> pa.Table:
     ts = _TS
     return pa.table({"_h1": pa.array([], pa.int64()), "_h2": pa.array([], pa.int32()),
-                     "_v": pa.array([], pa.string()), "_since": pa.array([], ts), "_last": pa.array([], ts),
-                     "_m_last": pa.array([], pa.string()), "_m_last_ts": pa.array([], ts),
+                     "_v": pa.array([], pa.int64()), "_since": pa.array([], ts), "_last": pa.array([], ts),
+                     "_m_last": pa.array([], pa.int64()), "_m_last_ts": pa.array([], ts),
                      "_m_prev": pa.array([], ts)})

@@ -56,7 +56,7 @@ def _may_stall(rows: DataFrame, recent: datetime, fresh: datetime) -> DataFrame:
 
 
 def plan_stall(rule: StallRule, df: DataFrame, now: datetime, stale_after: timedelta,
-               quiet: DataFrame | None = None, only: DataFrame | None = None) -> DataFrame:
+               quiet: DataFrame | None = None) -> DataFrame:
     """Findings of `rule` over the table window `df`, in the normalised output shape.
 
     `quiet`, when the evaluator knows it (spark/newest_state.py), holds the series (_h1, _h2) whose
@@ -64,8 +64,6 @@ def plan_stall(rule: StallRule, df: DataFrame, now: datetime, stale_after: timed
     since `now - over` (3 of StuckMessage's 11 minutes) instead of the whole window. At 1.6M queue
     series the two built-in stall rules took 27-30 s instead of 49-57 s, the whole pack 45-48 s
     instead of 83-89 s.
-
-    `only`, when given, is the series (_h1, _h2) to judge, and no prefilter runs (plan_stall_from_runs).
     """
     table = rule.table_def
     key = table.key
@@ -83,9 +81,7 @@ def plan_stall(rule: StallRule, df: DataFrame, now: datetime, stale_after: timed
     if not rule.reduces:
         rows = rows.withColumns(series_hashes(key))
         recent, fresh = now - rule.over, now - stale_after
-        if only is not None:
-            candidates = only
-        elif quiet is None:
+        if quiet is None:
             candidates = _may_stall(rows, recent, fresh)
         else:
             # A series with no sample since `recent` is quiet; any other is judged on those samples.
@@ -117,23 +113,19 @@ def plan_stall(rule: StallRule, df: DataFrame, now: datetime, stale_after: timed
     return finish(series, rule, inputs, judge=duration_judge(rule.over.total_seconds(), critical, rule.severity))
 
 
-def plan_stall_from_runs(rule: StallRule, newest: DataFrame, window: DataFrame, now: datetime,
-                         stale_after: timedelta, candidates: DataFrame, fallback: DataFrame | None) -> DataFrame:
+def plan_stall_from_runs(rule: StallRule, newest: DataFrame, now: datetime, stale_after: timedelta,
+                         candidates: DataFrame) -> DataFrame:
     """Findings of `rule` from each series' newest sample and its run, kept by spark/stall_runs.py.
 
-    `newest` holds at least every series' newest sample of the window (spark/newest.py);
+    `newest` holds at least every series' newest sample of the window (spark/newest.py), and
     `candidates` the series that may have stalled for `over`, with where the stall began (_h1,
-    _h2, _since); `fallback` the series to judge from the whole `window` instead (plan_stall).
-    Same findings as plan_stall; at 160k queue series the two built-in stall rules took ... s
-    instead of ... s.
+    _h2, _since). Same findings as plan_stall, without reading the window.
     """
     table = rule.table_def
     key = table.key
     rows = newest_per_series(excluded(in_window(newest, now - rule.window() - stale_after, now), rule), key)
-    rows = rows.withColumns(series_hashes(key))
-    if fallback is not None:
-        rows = rows.join(F.broadcast(fallback), ["_h1", "_h2"], "left_anti")
-    rows = rows.join(F.broadcast(candidates), ["_h1", "_h2"], "left").drop("_h1", "_h2")
+    rows = rows.withColumns(series_hashes(key)).join(F.broadcast(candidates), ["_h1", "_h2"], "left")
+    rows = rows.drop("_h1", "_h2")
     if rule.where is not None:
         rows = rows.where(F.coalesce(compile_expression(rule.where.tree, table, now), F.lit(False)))
     series = rows.withColumns({
@@ -142,8 +134,5 @@ def plan_stall_from_runs(rule: StallRule, newest: DataFrame, window: DataFrame, 
         **level_columns(rule, now),
     })
     critical = rule.critical_after.total_seconds() if rule.critical_after is not None else None
-    found = finish(series, rule, rule.template_inputs(),
-                   judge=duration_judge(rule.over.total_seconds(), critical, rule.severity))
-    if fallback is None:
-        return found
-    return found.unionByName(plan_stall(rule, window, now, stale_after, only=fallback))
+    return finish(series, rule, rule.template_inputs(),
+                  judge=duration_judge(rule.over.total_seconds(), critical, rule.severity))
