@@ -4,13 +4,17 @@ Each table is read once over the longest window any of its rules (or any view bu
 needs; views are computed from those windows; threshold rules of one table share one pass
 (spark/kinds/fused.py); every plan is unioned and collected once. On big stores, rules that
 judge only each series' newest sample read only the cycles holding one (spark/newest.py), and
-stall rules find their candidates in the samples since `over` plus the series quiet since then,
-known from the same newest times (spark/kinds/stall.py).
+stall rules on tables judge each series' newest sample against its run, kept between cycles and
+extended from the new files (spark/stall_runs.py); other stall rules (on views, reducing, or
+calling now()) find their candidates in the samples since `over` plus the series quiet since
+then, known from the same newest times (spark/kinds/stall.py).
 
     evaluator = Evaluator(get_session(), "/var/lib/rocketwatch/store")
     findings = evaluator.evaluate(ruleset.rules, now, stale_after=timedelta(seconds=60))
 
-Evaluation is a pure function of (rules, store, now): `now` is an argument, never the clock.
+Evaluation is a pure function of (rules, store, now): `now` is an argument, never the clock, and
+what an Evaluator keeps between calls (newest times, stall runs) only saves reading: the findings
+are those of a fresh Evaluator.
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ from spark.kinds.common import OUTPUT_COLUMNS, lookback
 from spark.kinds.fused import fusable, plan_fused
 from spark.kinds.stall import plan_stall, plan_stall_from_runs
 from spark.newest import at_times, reads_newest_only
-from spark.newest_state import NewestTimes, Wanted
+from spark.newest_state import NewestTimes, Wanted, collect_parts
 from spark.render import to_finding
 from spark.stall_runs import StallRuns, keeps_runs
 from spark.store_reader import partition_paths, read_window, window_rows
@@ -95,8 +99,9 @@ class Evaluator:
         # to call no_data either, since no series was ever seen in the window.
         wanted = [Wanted(name, rs[0].table_def.key, start) for name, rs in live.items()
                   if (start := self._newest_from(self._sources(name)[0], rs, now, stale_after)) is not None]
-        times = self._newest.times(wanted, now) if wanted else {}
-        runs = self._update_runs([r for name, rs in live.items() if name in times for r in rs], now, stale_after)
+        names = {want.name for want in wanted}
+        times, runs = self._newest_and_runs(wanted, [r for name, rs in live.items() if name in names for r in rs],
+                                            now, stale_after)
         outputs: list[DataFrame] = []
         for name, table_rules in live.items():
             newest = [r for r in table_rules if name in times and reads_newest_only(r)]
@@ -172,20 +177,25 @@ class Evaluator:
                 log.exception("rule %s: cannot build its plan; skipped this cycle", rule.alert)
         return outputs
 
-    def _update_runs(self, rules: Sequence[RuleBase], now: datetime, stale_after: timedelta) -> list[StallRule]:
-        """The stall rules judged from their kept runs this cycle (spark/stall_runs.py), brought up to `now`."""
+    def _newest_and_runs(self, wanted: Sequence[Wanted], rules: Sequence[RuleBase], now: datetime,
+                         stale_after: timedelta) -> tuple[dict[str, list[datetime]], list[StallRule]]:
+        """The newest times of `wanted`, and the stall rules among `rules` judged from their runs this
+        cycle (spark/stall_runs.py), brought up to `now`: both read the new files in one Spark job."""
         chosen = [r for r in rules if self.stall_runs and isinstance(r, StallRule) and keeps_runs(r)]
-        if not chosen:
-            return []
+        if not wanted:
+            return {}, []
+        newest_parts, newest_finish = self._newest.prepare(wanted, now)
         try:
-            self._runs.update([(r, r.stale_after or stale_after) for r in chosen], now)
+            runs_parts, runs_finish = self._runs.prepare([(r, r.stale_after or stale_after) for r in chosen], now)
+            found = collect_parts(newest_parts + runs_parts)
+            runs_finish(found)
+            return newest_finish(found), chosen
         except Exception:
             # The whole-window plan still judges these rules; the runs start over next cycle.
             log.exception("stall rules %s: cannot extend their runs; judging them from the whole window",
                           ", ".join(r.alert for r in chosen))
             self._runs = StallRuns(self.spark, self.store_root)
-            return []
-        return chosen
+            return self._newest.times(wanted, now), []
 
     def _plan_runs(self, rules: Sequence[StallRule], at_newest: DataFrame, now: datetime,
                    stale_after: timedelta) -> list[DataFrame]:

@@ -17,11 +17,12 @@ it aside).
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import reduce
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -49,6 +50,17 @@ class _Kept:
     # Series whose newest time was before this were dropped (they left the lookback): a longer
     # lookback asked later (rules reloaded) has to read the store again.
     dropped_before: datetime | None = None
+
+
+# Turns the rows collected for a prepare()'s parts (None when there were none) into its result.
+Finish = Callable[[pa.Table | None], Any]
+
+
+def collect_parts(parts: Sequence[DataFrame]) -> pa.Table | None:
+    """The rows of every part, in one Spark job (columns a part lacks are null); None without parts."""
+    if not parts:
+        return None
+    return reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), parts).toArrow()
 
 
 @dataclass(frozen=True)
@@ -93,6 +105,12 @@ class NewestTimes:
 
     def times(self, wanted: Sequence[Wanted], now: datetime) -> dict[str, list[datetime]]:
         """For each wanted table or view: the newest sample times of its series in [start, now]."""
+        parts, finish = self.prepare(wanted, now)
+        return finish(collect_parts(parts))
+
+    def prepare(self, wanted: Sequence[Wanted], now: datetime) -> tuple[list[DataFrame], Finish]:
+        """times() in two steps, so its Spark job can be shared: the parts to collect (rows tagged by a
+        non-null `_name`), and what turns the collected rows into the times."""
         if self._now is not None and now < self._now:
             self._kept.clear()  # time went backwards: what was kept may be newer than `now`
         self._now = now
@@ -108,7 +126,16 @@ class NewestTimes:
                          "reading the lookback again", want.name)
                 kept = self._kept[want.name] = _Kept()
             reads[want.name] = sorted(files - kept.files)
-        self._read_new(wanted, reads, now)
+        parts = self._new_parts(wanted, reads, now)
+
+        def finish(found: pa.Table | None) -> dict[str, list[datetime]]:
+            if found is not None and "_name" in found.column_names:
+                self._merge_new(wanted, reads, found.filter(pc.is_valid(found["_name"])), now)
+            return self._out(wanted)
+
+        return parts, finish
+
+    def _out(self, wanted: Sequence[Wanted]) -> dict[str, list[datetime]]:
         out: dict[str, list[datetime]] = {}
         for want in wanted:
             kept = self._kept[want.name]
@@ -133,8 +160,8 @@ class NewestTimes:
         inside = pc.and_(pc.greater_equal(ts, pa.scalar(start, ts.type)), pc.less(ts, pa.scalar(since, ts.type)))
         return kept.newest.filter(inside).select(["_h1", "_h2"])
 
-    def _read_new(self, wanted: Sequence[Wanted], reads: Mapping[str, list[str]], now: datetime) -> None:
-        """One Spark job over the new files of every wanted name; merges the results into what is kept."""
+    def _new_parts(self, wanted: Sequence[Wanted], reads: Mapping[str, list[str]], now: datetime) -> list[DataFrame]:
+        """Per wanted name with new files: each series' newest time in them (_name, _h1, _h2, ts)."""
         parts: list[DataFrame] = []
         for want in wanted:
             paths = reads[want.name]
@@ -147,9 +174,11 @@ class NewestTimes:
             hashes = [column.alias(name) for name, column in series_hashes(want.key).items()]
             newest = rows.where(F.col("ts") <= F.lit(now)).groupBy(*hashes).agg(F.max("ts").alias("ts"))
             parts.append(newest.select(F.lit(want.name).alias("_name"), "_h1", "_h2", "ts"))
-        if not parts:
-            return
-        found = reduce(DataFrame.unionByName, parts).toArrow()
+        return parts
+
+    def _merge_new(self, wanted: Sequence[Wanted], reads: Mapping[str, list[str]], found: pa.Table,
+                   now: datetime) -> None:
+        """Merge the newest times read from the new files into what is kept."""
         for want in wanted:
             paths = reads[want.name]
             if not paths:

@@ -29,7 +29,6 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from functools import reduce
 from pathlib import Path
 
 import pyarrow as pa
@@ -44,6 +43,7 @@ from rules.kinds.stall import StallRule
 from rules.tables import TABLES
 from spark.expressions import compile_expression
 from spark.kinds.common import excluded, series_hashes
+from spark.newest_state import Finish, collect_parts
 from spark.schema import stored_schema
 from spark.store_reader import window_files, with_derived
 
@@ -245,6 +245,12 @@ class StallRuns:
 
     def update(self, rules: Sequence[tuple[StallRule, timedelta]], now: datetime) -> None:
         """Bring the runs of each (rule, stale_after) up to `now`, in one Spark job over the new rows."""
+        parts, finish = self.prepare(rules, now)
+        finish(collect_parts(parts))
+
+    def prepare(self, rules: Sequence[tuple[StallRule, timedelta]], now: datetime) -> tuple[list[DataFrame], Finish]:
+        """update() in two steps, so its Spark job can be shared (spark/newest_state.py collect_parts):
+        the parts to collect (rows tagged by a non-null `_rule`), and what merges the collected rows."""
         plans: list[tuple[StallRule, datetime, list[str], bool]] = []
         parts: list[DataFrame] = []
         for index, (rule, stale) in enumerate(rules):
@@ -269,10 +275,14 @@ class StallRuns:
                     one = len(bounds) == 1 and low is not None and low == high
                     summary = (summarise_one if one else summarise)(rule, rows, now)
                 parts.append(summary.withColumn("_rule", F.lit(index)))
-        found = reduce(DataFrame.unionByName, parts).toArrow() if parts else None
-        for index, (rule, start, paths, rebuild) in enumerate(plans):
-            mine = found.filter(pc.equal(found["_rule"], index)) if found is not None else None
-            self._apply(rule, start, paths, rebuild, mine, now)
+
+        def finish(found: pa.Table | None) -> None:
+            ours = found is not None and "_rule" in found.column_names
+            for index, (rule, start, paths, rebuild) in enumerate(plans):
+                mine = found.filter(pc.fill_null(pc.equal(found["_rule"], index), False)) if ours else None
+                self._apply(rule, start, paths, rebuild, mine, now)
+
+        return parts, finish
 
     def _rebuild_reason(self, kept: _Runs | None, rule: StallRule, listed: list[str], start: datetime,
                         now: datetime) -> str | None:
@@ -368,10 +378,6 @@ class StallRuns:
         if rule.moving is not None:
             ripe = pc.and_(ripe, pc.fill_null(pc.greater_equal(state["_m_prev"], pa.scalar(start, since.type)), False))
         return pa.table({"_h1": state["_h1"], "_h2": state["_h2"], "_since": since}).filter(ripe)
-
-    def known(self, rule: StallRule) -> bool:
-        """True when `rule` has runs as of the last update."""
-        return rule.alert in self._runs
 
 
 def _empty_times() -> pa.Table:
