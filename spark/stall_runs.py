@@ -251,6 +251,9 @@ class StallRuns:
     def prepare(self, rules: Sequence[tuple[StallRule, timedelta]], now: datetime) -> tuple[list[DataFrame], Finish]:
         """update() in two steps, so its Spark job can be shared (spark/newest_state.py collect_parts):
         the parts to collect (rows tagged by a non-null `_rule`), and what merges the collected rows."""
+        # Runs of rules no longer judged from runs (removed on reload, store shrunk) are dropped.
+        current = {rule.alert for rule, _ in rules}
+        self._runs = {alert: runs for alert, runs in self._runs.items() if alert in current}
         plans: list[tuple[StallRule, datetime, list[str], bool]] = []
         parts: list[DataFrame] = []
         for index, (rule, stale) in enumerate(rules):
