@@ -188,8 +188,8 @@ class Evaluator:
         try:
             runs_parts, runs_finish = self._runs.prepare([(r, r.stale_after or stale_after) for r in chosen], now)
             found = collect_parts(newest_parts + runs_parts)
-            runs_finish(found)
-            return newest_finish(found), chosen
+            current = set(runs_finish(found))
+            return newest_finish(found), [r for r in chosen if r.alert in current]
         except Exception:
             # The whole-window plan still judges these rules; the runs start over next cycle.
             log.exception("stall rules %s: cannot extend their runs; judging them from the whole window",

@@ -5,8 +5,8 @@ step its findings are compared with those of a fresh evaluator that judges the s
 the whole window. The store holds random series (values that freeze and move, work that comes
 and goes, a moving value that sometimes stops or is missing, samples missing) plus a few written
 to reach every path: runs longer than the window, one with a gap where the window starts, and
-the events that make the runs start over (time going backwards, a late file, a compaction, a
-file lost).
+the events that make the runs start over (time going backwards, a late sample, a file lost) or
+must not (a compaction, a cycle written after an evaluation that came later).
 """
 
 from __future__ import annotations
@@ -66,6 +66,9 @@ def _cycle(rng: random.Random, state: dict[str, Any], index: int) -> tuple[list[
     # Frozen cache, and the client stopped pulling at cycle 15: the moving value stands still after.
     caches.append(pq_row(ts, "stopped", 0, "c1@1", cached_msg_count=5, cached_min_offset=7,
                          last_pull_ts=START + min(index, 15) * STEP))
+    # Frozen with work waiting, except for one sample of cycle 28: the one written after a later
+    # evaluation ("slow" below); without it the run would look 14 minutes long.
+    queues.append(cq_row(ts, "moved-once", 0, broker_offset=900, consumer_offset=50 if index == 28 else 100))
     # The same, with no sample for 3 minutes: the window's start falls in the gap at some step.
     if not 14 <= index < 20:
         queues.append(cq_row(ts, "gap", 0, broker_offset=900, consumer_offset=100))
@@ -111,8 +114,8 @@ def test_runs_kept_between_cycles_give_the_findings_of_the_whole_window(spark, t
     # (cycle evaluated, what happens first): one cycle at a time, several at once, time going back.
     steps: list[tuple[int, str | None]] = [
         (12, None), (13, None), (14, None), (17, None), (18, None), (19, None), (20, None), (21, None),
-        (19, "back"), (23, None), (24, "late"), (25, None), (26, "compact"), (27, None), (28, None),
-        (29, "lost"), (31, None), (32, None),
+        (19, "back"), (23, None), (24, "late"), (25, None), (26, "compact"), (27, None), (28, "slow"),
+        (29, None), (30, "lost"), (31, None), (32, None),
     ]
     fired: set[str] = set()
     for index, event in steps:
@@ -122,14 +125,18 @@ def test_runs_kept_between_cycles_give_the_findings_of_the_whole_window(spark, t
             store.append("consumer_queue", [cq_row(late, "forever", 0, broker_offset=900, consumer_offset=99)], late)
         if event == "lost":
             # A file read earlier disappears (recovery moved it aside): its samples no longer count.
-            stamp = f"{START + 27 * STEP:%Y%m%dT%H%M%S}"
+            stamp = f"{START + 27 * STEP:%Y%m%dT%H%M%S}"  # read at cycle 27
             for table in ("consumer_queue", "process_queue"):
                 next((root / table).glob(f"date=*/hour=*/{stamp}*.parquet")).unlink()
         if event == "compact":
             _compact(root, "consumer_queue", f"{(START + 25 * STEP).hour:02d}")
-        if event != "back":
+        if event == "slow":
+            # Evaluated while the cycle stamped before it is still being collected: that file lands
+            # after this evaluation, holding samples older than its `now` (the daemon's usual overlap).
+            write_through(index - 1)
+        elif event != "back":
             write_through(index)
-        now = START + index * STEP
+        now = START + index * STEP + (timedelta(seconds=5) if event == "slow" else timedelta(0))
         caplog.clear()
         with caplog.at_level(logging.INFO, logger="spark"):
             got = _findings(kept, rules, now)
