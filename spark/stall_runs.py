@@ -40,25 +40,29 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import DoubleType, FloatType
 
 from rules.expressions import Call, Expression, walk
 from rules.kinds.stall import StallRule
 from rules.tables import TABLES
-from spark.expressions import compile_expression
-from spark.kinds.common import excluded, series_hashes
 from spark.newest_state import Finish, collect_parts
 from spark.schema import stored_schema
+from spark.stall_summaries import (
+    STATE,
+    SUMMARY,
+    OutOfOrder,
+    empty_state,
+    empty_times,
+    merge,
+    pick,
+    run_times,
+    summarise,
+    summarise_one,
+)
 from spark.store_reader import window_files, with_derived
 
 log = logging.getLogger(__name__)
-
-_SUMMARY = ("_h1", "_h2", "_v", "_since", "_first", "_last", "_clean", "_m_first", "_m_last", "_m_last_ts", "_m_prev")
-_TS = pa.timestamp("us", "UTC")
-_STATE = ("_h1", "_h2", "_v", "_since", "_last", "_m_last", "_m_last_ts", "_m_prev")
-
 
 def keeps_runs(rule: StallRule) -> bool:
     """True when the rule's runs can be extended cycle by cycle: it reads a table (not a view), judges
@@ -75,7 +79,7 @@ def _signature(rule: StallRule) -> tuple[object, ...]:
 
 @dataclass
 class _Runs:
-    """One rule's runs: the table of _STATE columns, their samples' times, the files counted."""
+    """One rule's runs: the table of STATE columns, their samples' times, the files counted."""
 
     signature: tuple[object, ...]
     state: pa.Table
@@ -125,124 +129,6 @@ def _read_facts(path: str) -> _Facts:
         low = lo if low is None or lo < low else low
         high = hi if high is None or hi > high else high
     return _Facts(meta.num_rows, low, high)
-
-
-def _fingerprint(column: Column, rows: DataFrame) -> Column:
-    """A value as a 64-bit hash, null when it is null: equal values give equal hashes (as eqNullSafe),
-    and two different values of one series collide once in 2^64 comparisons."""
-    kind = rows.select(column.alias("_probe")).schema["_probe"].dataType
-    # -0.0 + 0.0 is 0.0: the two zeros compare equal in Spark and must hash the same.
-    value = column + F.lit(0.0) if isinstance(kind, (DoubleType, FloatType)) else column
-    # Hashes travel to Python and sort in 8 bytes where offsets as text took 20 or more.
-    return F.when(value.isNotNull(), F.xxhash64(value))
-
-
-def _samples(rule: StallRule, rows: DataFrame, now: datetime) -> DataFrame:
-    """Each row as its series' hashes, ts, and the rule's value (v), while (w) and moving (m)."""
-    table = rule.table_def
-    rows = excluded(rows, rule)
-
-    def compiled(expr: Expression | None) -> Column:
-        return compile_expression(expr.tree, table, now) if expr is not None else F.lit(None)
-
-    return rows.select(
-        *[column.alias(name) for name, column in series_hashes(table.key).items()], "ts",
-        _fingerprint(compiled(rule.value), rows).alias("v"),
-        F.coalesce(compiled(rule.while_) if rule.while_ is not None else F.lit(True), F.lit(False)).alias("w"),
-        (_fingerprint(compiled(rule.moving), rows) if rule.moving is not None
-         else F.lit(None).cast("long")).alias("m"),
-    )
-
-
-def summarise(rule: StallRule, rows: DataFrame, now: datetime) -> DataFrame:
-    """Per series (_h1, _h2) of `rows`: the newest value, the run it ends and the moving changes in it."""
-    sample = F.struct("ts", "v", "w", "m")
-    series = _samples(rule, rows, now).groupBy("_h1", "_h2").agg(F.sort_array(F.collect_list(sample)).alias("_s"))
-    newest = F.try_element_at(F.col("_s"), F.lit(-1))
-    series = series.withColumns({"_v": newest["v"], "_last": newest["ts"],
-                                 "_first": F.try_element_at(F.col("_s"), F.lit(1))["ts"]})
-    broken = F.filter("_s", lambda s: ~s["v"].eqNullSafe(F.col("_v")) | ~s["w"])
-    series = series.withColumn("_broken_at", F.array_max(F.transform(broken, lambda s: s["ts"])))
-    run = F.filter("_s", lambda s: F.col("_broken_at").isNull() | (s["ts"] > F.col("_broken_at")))
-    series = series.withColumn("_nm", F.filter(run, lambda s: s["m"].isNotNull())).withColumns({
-        "_since": F.try_element_at(run, F.lit(1))["ts"],
-        "_clean": F.col("_broken_at").isNull(),
-    })
-    moved = F.filter(F.sequence(F.lit(2), F.greatest(F.size("_nm"), F.lit(2))),
-                     lambda i: F.try_element_at("_nm", i)["m"] != F.try_element_at("_nm", i - 1)["m"])
-    series = series.withColumns({
-        "_times": F.transform(run, lambda s: s["ts"]),
-        "_m_first": F.try_element_at("_nm", F.lit(1))["m"],
-        "_m_last": F.try_element_at("_nm", F.lit(-1))["m"],
-        "_m_last_ts": F.try_element_at("_nm", F.lit(-1))["ts"],
-        "_m_prev": F.try_element_at("_nm", F.array_max(moved) - 1)["ts"],
-    })
-    return series.select(*_SUMMARY, "_times")
-
-
-def summarise_one(rule: StallRule, rows: DataFrame, now: datetime) -> DataFrame:
-    """summarise() for rows that all share one ts (one collection cycle): a plain aggregate, no sort."""
-    series = _samples(rule, rows, now).groupBy("_h1", "_h2").agg(
-        F.first("v").alias("_v"), F.first("w").alias("w"), F.first("m").alias("m"), F.max("ts").alias("_last"))
-    # One sample: it is the run when `while` holds on it, and nothing is when it does not.
-    moving = F.when(F.col("w"), F.col("m"))
-    return series.select(
-        "_h1", "_h2", "_v", F.when(F.col("w"), F.col("_last")).alias("_since"), F.col("_last").alias("_first"),
-        "_last", F.col("w").alias("_clean"),
-        moving.alias("_m_first"), moving.alias("_m_last"),
-        F.when(moving.isNotNull(), F.col("_last")).alias("_m_last_ts"), F.lit(None).cast("timestamp").alias("_m_prev"),
-        F.when(F.col("w"), F.array("_last")).otherwise(F.array().cast("array<timestamp>")).alias("_times"),
-    )
-
-
-def _pick(condition: pa.Array, yes: pa.Array, no: pa.Array) -> pa.Array:
-    return pc.if_else(pc.fill_null(condition, False), yes, no)
-
-
-def merge(old: pa.Table, new: pa.Table) -> tuple[pa.Table, pa.Table]:
-    """The runs of `old` extended by `new`, the summaries of the rows that came after them, and the
-    series (_h1, _h2) whose run `new` ended (a new one began, or none runs)."""
-    keys = ["_h1", "_h2"]
-    new = new.rename_columns([c if c in keys else c + "_n" for c in new.column_names])
-    old = old.rename_columns([c if c in keys else c + "_o" for c in old.column_names])
-    joined = new.join(old, keys=keys, join_type="full outer", coalesce_keys=True)
-    n = {c: joined[c + "_n"] for c in _SUMMARY[2:]}
-    o = {c: joined[c + "_o"] for c in _STATE[2:]}
-    has_new = pc.is_valid(n["_last"])
-    if pc.any(pc.fill_null(pc.less_equal(n["_first"], o["_last"]), False)).as_py():
-        raise _OutOfOrder("samples older than a series' newest one arrived (a late write)")
-    same = pc.or_(pc.fill_null(pc.equal(o["_v"], n["_v"]), False), pc.and_(pc.is_null(o["_v"]), pc.is_null(n["_v"])))
-    continues = pc.and_(pc.and_(has_new, pc.fill_null(n["_clean"], False)),
-                        pc.and_(pc.is_valid(o["_since"]), same))
-    crossed = pc.fill_null(pc.not_equal(o["_m_last"], n["_m_first"]), False)
-    m_prev = _pick(pc.is_valid(n["_m_prev"]), n["_m_prev"], _pick(crossed, o["_m_last_ts"], o["_m_prev"]))
-    merged = {
-        "_h1": joined["_h1"], "_h2": joined["_h2"],
-        "_v": _pick(has_new, n["_v"], o["_v"]),
-        "_since": _pick(continues, o["_since"], _pick(has_new, n["_since"], o["_since"])),
-        "_last": _pick(has_new, n["_last"], o["_last"]),
-        "_m_last": _pick(continues, pc.coalesce(n["_m_last"], o["_m_last"]), _pick(has_new, n["_m_last"], o["_m_last"])),
-        "_m_last_ts": _pick(continues, pc.coalesce(n["_m_last_ts"], o["_m_last_ts"]),
-                            _pick(has_new, n["_m_last_ts"], o["_m_last_ts"])),
-        "_m_prev": _pick(continues, m_prev, _pick(has_new, n["_m_prev"], o["_m_prev"])),
-    }
-    ended = pa.table({"_h1": joined["_h1"], "_h2": joined["_h2"]}).filter(pc.and_(has_new, pc.invert(continues)))
-    return pa.table(merged), ended
-
-
-class _OutOfOrder(Exception):
-    """New rows of a series are not all newer than what its run has counted: only a rebuild is exact."""
-
-
-def _run_times(summary: pa.Table) -> pa.Table:
-    """The summaries' run sample times, one row each (_h1, _h2, ts)."""
-    summary = summary.combine_chunks()
-    if not summary.num_rows:
-        return _empty_times()
-    lists = summary["_times"].chunk(0)
-    parents = pc.list_parent_indices(lists)
-    return pa.table({"_h1": pc.take(summary["_h1"], parents), "_h2": pc.take(summary["_h2"], parents),
-                     "ts": pc.list_flatten(lists).cast(_TS)})
 
 
 def _before(table: pa.Table, column: str, moment: datetime) -> pa.Array:
@@ -304,7 +190,7 @@ class StallRuns:
                 try:
                     self._apply(rule, start, paths, rebuild, mine, now)
                     current.append(rule.alert)
-                except _OutOfOrder as exc:
+                except OutOfOrder as exc:
                     del self._runs[rule.alert]
                     log.info("stall rule %s: %s; judged from the whole window this cycle, and reading its "
                              "whole window again next cycle", rule.alert, exc)
@@ -376,15 +262,15 @@ class StallRuns:
         """Merge one rule's summaries into its runs; drop series with no sample left in the window."""
         kept = self._runs.get(rule.alert)
         if rebuild or kept is None:
-            state, times = ((_empty_state(), _empty_times()) if summary is None
-                            else (summary.select(list(_STATE)), _run_times(summary)))
+            state, times = ((empty_state(), empty_times()) if summary is None
+                            else (summary.select(list(STATE)), run_times(summary)))
             kept = self._runs[rule.alert] = _Runs(_signature(rule), state, times, now, start)
         elif summary is not None and summary.num_rows:
-            old = kept.state.cast(pa.schema([summary.schema.field(c) for c in _STATE]))
-            kept.state, ended = merge(old, summary.select(list(_SUMMARY)))
+            old = kept.state.cast(pa.schema([summary.schema.field(c) for c in STATE]))
+            kept.state, ended = merge(old, summary.select(list(SUMMARY)))
             kept.times = kept.times.join(ended.cast(kept.times.select(["_h1", "_h2"]).schema), keys=["_h1", "_h2"],
                                          join_type="left anti")
-            kept.times = pa.concat_tables([kept.times, _run_times(summary).cast(kept.times.schema)])
+            kept.times = pa.concat_tables([kept.times, run_times(summary).cast(kept.times.schema)])
         kept.state = kept.state.filter(pc.invert(_before(kept.state, "_last", start)))
         kept.times = kept.times.filter(pc.invert(_before(kept.times, "ts", start)))
         kept.through = now
@@ -409,22 +295,10 @@ class StallRuns:
             state = state.join(firsts.rename_columns(["_h1", "_h2", "_first_in"]), keys=["_h1", "_h2"],
                                join_type="left outer")
             long = _before(state, "_since", start)
-            since = _pick(long, state["_first_in"], state["_since"])
+            since = pick(long, state["_first_in"], state["_since"])
         else:
             since = state["_since"]
         ripe = pc.fill_null(pc.less_equal(since, pa.scalar(now - rule.over, since.type)), False)
         if rule.moving is not None:
             ripe = pc.and_(ripe, pc.fill_null(pc.greater_equal(state["_m_prev"], pa.scalar(start, since.type)), False))
         return pa.table({"_h1": state["_h1"], "_h2": state["_h2"], "_since": since}).filter(ripe)
-
-
-def _empty_times() -> pa.Table:
-    return pa.table({"_h1": pa.array([], pa.int64()), "_h2": pa.array([], pa.int32()), "ts": pa.array([], _TS)})
-
-
-def _empty_state() -> pa.Table:
-    ts = _TS
-    return pa.table({"_h1": pa.array([], pa.int64()), "_h2": pa.array([], pa.int32()),
-                     "_v": pa.array([], pa.int64()), "_since": pa.array([], ts), "_last": pa.array([], ts),
-                     "_m_last": pa.array([], pa.int64()), "_m_last_ts": pa.array([], ts),
-                     "_m_prev": pa.array([], ts)})
