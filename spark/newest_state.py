@@ -19,21 +19,20 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from functools import reduce
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from rules.tables import TABLES
 from spark.kinds.common import series_hashes
 from spark.schema import stored_schema
-from spark.store_reader import window_files, with_derived
+from spark.store_reader import file_facts, window_files, with_derived
 from spark.views import VIEW_DEFS
 
 log = logging.getLogger(__name__)
@@ -75,23 +74,6 @@ class Wanted:
 def _source(name: str) -> str:
     # A view's rows (ViewDef.rows) come from its first source alone.
     return VIEW_DEFS[name].sources[0] if name in VIEW_DEFS else name
-
-
-def _max_ts(path: str) -> datetime | None:
-    """The largest ts in a Parquet file, from its footer statistics (None when it has none)."""
-    meta = pq.read_metadata(path)
-    index = meta.schema.to_arrow_schema().get_field_index("ts")
-    highest = None
-    for group in range(meta.num_row_groups):
-        stats = meta.row_group(group).column(index).statistics
-        if stats is None or not stats.has_min_max:
-            return None
-        value = stats.max if isinstance(stats.max, datetime) else None
-        if value is None:
-            return None
-        value = value.replace(tzinfo=UTC) if value.tzinfo is None else value
-        highest = value if highest is None or value > highest else highest
-    return highest
 
 
 class NewestTimes:
@@ -189,4 +171,4 @@ class NewestTimes:
             newest = merged.group_by(["_h1", "_h2"]).aggregate([("ts", "max")])
             kept.newest = pa.table({"_h1": newest["_h1"], "_h2": newest["_h2"], "ts": newest["ts_max"]})
             # A file with rows after `now` is read again next time, when they count.
-            kept.files.update(p for p in paths if (_max_ts(p) or now) <= now)
+            kept.files.update(p for p in paths if (file_facts(p).high or now) <= now)

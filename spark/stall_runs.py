@@ -33,20 +33,19 @@ import logging
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from functools import reduce
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from rules.expressions import Call, Expression, walk
 from rules.kinds.stall import StallRule
 from rules.tables import TABLES
-from spark.newest_state import Finish, collect_parts
+from spark.newest_state import Finish
 from spark.schema import stored_schema
 from spark.stall_summaries import (
     STATE,
@@ -60,7 +59,7 @@ from spark.stall_summaries import (
     summarise,
     summarise_one,
 )
-from spark.store_reader import window_files, with_derived
+from spark.store_reader import file_facts, window_files, with_derived
 
 log = logging.getLogger(__name__)
 
@@ -92,45 +91,6 @@ class _Runs:
     partial: dict[str, datetime] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
-class _Facts:
-    """A Parquet file's rows and smallest and largest ts, from its footer (None without statistics)."""
-
-    rows: int
-    low: datetime | None
-    high: datetime | None
-
-
-# Footer facts by (path, size, mtime): files are written once under a new name.
-_facts: dict[tuple[str, int, int], _Facts] = {}
-_FACTS_MAX = 100_000
-
-
-def _file_facts(path: str) -> _Facts:
-    """The footer facts of one store file (cached)."""
-    stat = Path(path).stat()
-    key = (path, stat.st_size, stat.st_mtime_ns)
-    if key not in _facts:
-        if len(_facts) >= _FACTS_MAX:
-            _facts.clear()
-        _facts[key] = _read_facts(path)
-    return _facts[key]
-
-
-def _read_facts(path: str) -> _Facts:
-    meta = pq.read_metadata(path)
-    index = meta.schema.to_arrow_schema().get_field_index("ts")
-    low = high = None
-    for group in range(meta.num_row_groups):
-        stats = meta.row_group(group).column(index).statistics
-        if stats is None or not stats.has_min_max or not isinstance(stats.max, datetime):
-            return _Facts(meta.num_rows, None, None)
-        lo, hi = (v.replace(tzinfo=UTC) if v.tzinfo is None else v for v in (stats.min, stats.max))
-        low = lo if low is None or lo < low else low
-        high = hi if high is None or hi > high else high
-    return _Facts(meta.num_rows, low, high)
-
-
 def _before(table: pa.Table, column: str, moment: datetime) -> pa.Array:
     values = table[column]
     return pc.fill_null(pc.less(values, pa.scalar(moment, values.type)), False)
@@ -144,16 +104,11 @@ class StallRuns:
         self.root = Path(root)
         self._runs: dict[str, _Runs] = {}
 
-    def update(self, rules: Sequence[tuple[StallRule, timedelta]], now: datetime) -> list[str]:
-        """Bring the runs of each (rule, stale_after) up to `now`, in one Spark job over the new rows;
-        returns the alerts of the rules whose runs are current (the others start over next time)."""
-        parts, finish = self.prepare(rules, now)
-        current: list[str] = finish(collect_parts(parts))
-        return current
-
     def prepare(self, rules: Sequence[tuple[StallRule, timedelta]], now: datetime) -> tuple[list[DataFrame], Finish]:
-        """update() in two steps, so its Spark job can be shared (spark/newest_state.py collect_parts):
-        the parts to collect (rows tagged by a non-null `_rule`), and what merges the collected rows."""
+        """Bring the runs of each (rule, stale_after) up to `now`, in two steps so the Spark job is shared
+        (spark/newest_state.py collect_parts): the parts to collect (rows tagged by a non-null
+        `_rule`), and what merges the collected rows, returning the alerts whose runs are current
+        (the others start over next time)."""
         # Runs of rules no longer judged from runs (removed on reload, store shrunk) are dropped.
         current = {rule.alert for rule, _ in rules}
         self._runs = {alert: runs for alert, runs in self._runs.items() if alert in current}
@@ -176,7 +131,7 @@ class StallRuns:
                 else:
                     rows = self._new_rows(rule, kept, paths, now)
                     # The usual update: one new collection cycle, every row stamped with one ts.
-                    bounds = {(facts.low, facts.high) for facts in map(_file_facts, paths)}
+                    bounds = {(facts.low, facts.high) for facts in map(file_facts, paths)}
                     low, high = next(iter(bounds))
                     one = len(bounds) == 1 and low is not None and low == high
                     summary = (summarise_one if one else summarise)(rule, rows, now)
@@ -241,8 +196,8 @@ class StallRuns:
         folders = {str(Path(f).parent) for f in gone}
         # Cycles written since the last evaluation land beside the merged file: they are new rows.
         merged = [f for f in new if str(Path(f).parent) in folders
-                  and (high := _file_facts(f).high) is not None and high <= kept.through]
-        facts = [_file_facts(f) for f in merged]
+                  and (high := file_facts(f).high) is not None and high <= kept.through]
+        facts = [file_facts(f) for f in merged]
         if not merged:
             return False
         if sum(f.rows for f in facts) != sum(kept.done[f] for f in gone):
@@ -275,7 +230,7 @@ class StallRuns:
         kept.times = kept.times.filter(pc.invert(_before(kept.times, "ts", start)))
         kept.through = now
         for path in paths:
-            facts = _file_facts(path)
+            facts = file_facts(path)
             if facts.high is None or facts.high > now:
                 kept.partial[path] = now
             else:

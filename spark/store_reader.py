@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -43,22 +44,46 @@ def window_files(root: str | Path, table: Table, start: datetime, end: datetime)
             if path.suffix == ".parquet" and not path.name.startswith(".")]
 
 
-# Footer row counts by (path, size, mtime): files are written once under a new name (compaction
-# writes new files), so a count never goes stale, and every cycle would otherwise re-read ~30
-# footers per table, twice.
-_footer_rows: dict[tuple[str, int, int], int] = {}
-_FOOTER_CACHE_MAX = 100_000
+@dataclass(frozen=True)
+class FileFacts:
+    """A store file's rows and smallest and largest ts, from its Parquet footer (None without statistics)."""
+
+    rows: int
+    low: datetime | None
+    high: datetime | None
 
 
-def _rows_in(path: Path) -> int:
-    stat = path.stat()
+# Footer facts by (path, size, mtime): files are written once under a new name (compaction writes
+# new files), so facts never go stale, and every cycle would otherwise re-read ~30 footers per
+# table, several times.
+_facts: dict[tuple[str, int, int], FileFacts] = {}
+_FACTS_CACHE_MAX = 100_000
+
+
+def file_facts(path: str | Path) -> FileFacts:
+    """The footer facts of one store file (cached)."""
+    stat = Path(path).stat()
     key = (str(path), stat.st_size, stat.st_mtime_ns)
-    rows = _footer_rows.get(key)
-    if rows is None:
-        if len(_footer_rows) >= _FOOTER_CACHE_MAX:
-            _footer_rows.clear()
-        rows = _footer_rows[key] = pq.read_metadata(path).num_rows
-    return rows
+    facts = _facts.get(key)
+    if facts is None:
+        if len(_facts) >= _FACTS_CACHE_MAX:
+            _facts.clear()
+        facts = _facts[key] = _read_facts(str(path))
+    return facts
+
+
+def _read_facts(path: str) -> FileFacts:
+    meta = pq.read_metadata(path)
+    index = meta.schema.to_arrow_schema().get_field_index("ts")
+    low = high = None
+    for group in range(meta.num_row_groups):
+        stats = meta.row_group(group).column(index).statistics
+        if stats is None or not stats.has_min_max or not isinstance(stats.max, datetime):
+            return FileFacts(meta.num_rows, None, None)
+        lo, hi = (v.replace(tzinfo=UTC) if v.tzinfo is None else v for v in (stats.min, stats.max))
+        low = lo if low is None or lo < low else low
+        high = hi if high is None or hi > high else high
+    return FileFacts(meta.num_rows, low, high)
 
 
 def window_rows(root: str | Path, table: Table, start: datetime, end: datetime) -> int:
@@ -66,7 +91,7 @@ def window_rows(root: str | Path, table: Table, start: datetime, end: datetime) 
     total = 0
     for path in window_files(root, table, start, end):
         try:
-            total += _rows_in(path)
+            total += file_facts(path).rows
         except (OSError, pa.ArrowInvalid):
             continue  # a file being replaced by compaction: the count is only a size hint
     return total

@@ -31,7 +31,7 @@ from spark.kinds.common import (
     series_hashes,
     unpack_newest,
 )
-from spark.kinds.levels import duration_judge, finish, level_columns
+from spark.kinds.levels import Judge, duration_judge, finish, level_columns
 
 
 def _may_stall(rows: DataFrame, recent: datetime, fresh: datetime) -> DataFrame:
@@ -53,6 +53,11 @@ def _may_stall(rows: DataFrame, recent: datetime, fresh: datetime) -> DataFrame:
     series = rows.groupBy("_h1", "_h2").agg(F.coalesce(changed, F.lit(False)).alias("_changed"),
                                             F.max("ts").alias("_last"))
     return series.where(~F.col("_changed") | (F.col("_last") < F.lit(fresh))).select("_h1", "_h2")
+
+
+def _judge(rule: StallRule) -> Judge:
+    critical = rule.critical_after.total_seconds() if rule.critical_after is not None else None
+    return duration_judge(rule.over.total_seconds(), critical, rule.severity)
 
 
 def plan_stall(rule: StallRule, df: DataFrame, now: datetime, stale_after: timedelta,
@@ -109,8 +114,7 @@ def plan_stall(rule: StallRule, df: DataFrame, now: datetime, stale_after: timed
         "_value": stalled,
         **level_columns(rule, now),
     })
-    critical = rule.critical_after.total_seconds() if rule.critical_after is not None else None
-    return finish(series, rule, inputs, judge=duration_judge(rule.over.total_seconds(), critical, rule.severity))
+    return finish(series, rule, inputs, judge=_judge(rule))
 
 
 def plan_stall_from_runs(rule: StallRule, newest: DataFrame, now: datetime, stale_after: timedelta,
@@ -133,6 +137,4 @@ def plan_stall_from_runs(rule: StallRule, newest: DataFrame, now: datetime, stal
         "_value": seconds_between(F.col("ts"), F.col("_since")),
         **level_columns(rule, now),
     })
-    critical = rule.critical_after.total_seconds() if rule.critical_after is not None else None
-    return finish(series, rule, rule.template_inputs(),
-                  judge=duration_judge(rule.over.total_seconds(), critical, rule.severity))
+    return finish(series, rule, rule.template_inputs(), judge=_judge(rule))
