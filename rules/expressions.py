@@ -219,6 +219,11 @@ def walk(node: Node) -> Iterator[Node]:
         yield from walk(child)
 
 
+def calls_now(node: Node) -> bool:
+    """True when the expression reads the evaluation time (`now()`)."""
+    return any(isinstance(n, Call) and n.name == "now" for n in walk(node))
+
+
 def columns_used(node: Node) -> frozenset[str]:
     """Names of the columns the expression reads."""
     return frozenset(n.name for n in walk(node) if isinstance(n, ColumnRef))

@@ -16,8 +16,9 @@ from functools import reduce
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
-from rules.expressions import BinOp, BoolOp, Call, ColumnRef, Compare, Literal, Neg, Node, Not
+from rules.expressions import BinOp, BoolOp, Call, ColumnRef, Compare, Literal, Neg, Node, Not, calls_now
 from rules.tables import TIMESTAMP, Table
+from spark.column_cache import cached
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -47,6 +48,13 @@ def epoch_millis(moment: datetime) -> int:
 
 def compile_expression(node: Node, table: Table, now: datetime | None = None) -> Column:
     """The Spark Column computing `node` on rows of `table`; `now()` is `now`, never the wall clock."""
+    if not calls_now(node):
+        # repr, not the node: Literal(1) == Literal(True) == Literal(1.0) in Python, not in Spark.
+        return cached(("expression", table.name, repr(node)), lambda: _compile(node, table, None))
+    return _compile(node, table, now)
+
+
+def _compile(node: Node, table: Table, now: datetime | None) -> Column:
 
     def build(n: Node) -> Column:
         if isinstance(n, Literal):

@@ -42,7 +42,7 @@ import pyarrow.compute as pc
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from rules.expressions import Call, Expression, walk
+from rules.expressions import Expression, calls_now
 from rules.kinds.stall import StallRule
 from rules.tables import TABLES
 from spark.newest_state import Finish
@@ -68,7 +68,7 @@ def keeps_runs(rule: StallRule) -> bool:
     each series on its own, and none of value, while, moving depends on now()."""
     expressions: list[Expression | None] = [rule.value, rule.while_, rule.moving]
     return (rule.table in TABLES and not rule.reduces
-            and not any(isinstance(n, Call) and n.name == "now" for e in expressions if e is not None for n in walk(e.tree)))
+            and not any(calls_now(e.tree) for e in expressions if e is not None))
 
 
 def _signature(rule: StallRule) -> tuple[object, ...]:

@@ -37,4 +37,4 @@ def plan_absent(rule: AbsentRule, df: DataFrame, now: datetime, stale_after: tim
         severity, threshold = duration_judge(silent, critical, rule.severity)(value)
         return F.when(value > F.lit(silent), severity), F.when(value > F.lit(silent), threshold)
 
-    return emit(groups, rule, inputs, judge=judge)
+    return emit(groups, rule, inputs, judge=judge, judge_key=(silent, critical))

@@ -9,46 +9,65 @@ the template value `members`. A group whose newest sample is older than stale_af
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from pyspark.sql import DataFrame, Window
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from rules.kinds.churn import ChurnRule
+from spark.column_cache import per_rule
 from spark.expressions import compile_expression
 from spark.kinds.common import excluded, in_window, newest_of, unpack_newest, where_true
 from spark.kinds.levels import LEVEL_COLUMNS, emit, level_columns
 
 
-def plan_churn(rule: ChurnRule, df: DataFrame, now: datetime, stale_after: timedelta) -> DataFrame:
-    """Findings of `rule` over the table window `df`, in the normalised output shape."""
+@dataclass(frozen=True)
+class _Columns:
+    """What plan_churn computes, built once per rule declaration (spark/column_cache.py)."""
+
+    where: Column | None
+    levels: dict[str, Column]
+    member: Column
+    member_aggs: list[Column]
+    sample_aggs: list[Column]
+    changed: Column
+    group_aggs: list[Column]
+    carried: list[str]
+    members: Column
+
+
+def _columns(rule: ChurnRule, now: datetime) -> _Columns:
     table = rule.table_def
     by = rule.group_by
     where = compile_expression(rule.where.tree, table, now) if rule.where is not None else None
-    rows = where_true(excluded(in_window(df, now - rule.over, now), rule), where)
-    rows = rows.withColumns(level_columns(rule, now))
-    inputs = rule.template_inputs()
-    others = [c for c in inputs if c not in by]
+    others = [c for c in rule.template_inputs() if c not in by]
     levels = list(LEVEL_COLUMNS.values())
+    carried_aggs = [*[F.max(c).alias(c) for c in levels], *[F.first(c).alias(c) for c in others]]
+    previous = F.lag("_set").over(Window.partitionBy(*by).orderBy("ts"))
+    carried = [*others, *levels, "_set"]
+    return _Columns(
+        where=where, levels=level_columns(rule, now), member=F.col(rule.member).cast("string").alias("_member"),
+        member_aggs=carried_aggs, sample_aggs=[F.array_sort(F.collect_set("_member")).alias("_set"), *carried_aggs],
+        changed=(previous.isNotNull() & (F.col("_set") != previous)).cast("int"),
+        group_aggs=[F.sum("_changed").cast("double").alias("_value"), F.max("ts").alias("_last"), newest_of(carried)],
+        carried=carried, members=F.array_join(F.col("_set"), ","),
+    )
+
+
+def plan_churn(rule: ChurnRule, df: DataFrame, now: datetime, stale_after: timedelta) -> DataFrame:
+    """Findings of `rule` over the table window `df`, in the normalised output shape."""
+    by = rule.group_by
+    columns = per_rule(rule, "churn", lambda: _columns(rule, now))
+    rows = where_true(excluded(in_window(df, now - rule.over, now), rule), columns.where)
+    rows = rows.withColumns(columns.levels)
     # Members repeat on every row they hold (one per queue): dropping the repeats in a plain hash
     # aggregate first leaves collect_set a set of clients per group, not of queues.
-    members = rows.groupBy(*by, "ts", F.col(rule.member).cast("string").alias("_member")).agg(
-        *[F.max(c).alias(c) for c in levels],
-        *[F.first(c).alias(c) for c in others],
-    )
-    per_sample = members.groupBy(*by, "ts").agg(
-        F.array_sort(F.collect_set("_member")).alias("_set"),
-        *[F.max(c).alias(c) for c in levels],
-        *[F.first(c).alias(c) for c in others],
-    )
-    previous = F.lag("_set").over(Window.partitionBy(*by).orderBy("ts"))
-    per_sample = per_sample.withColumn("_changed", (previous.isNotNull() & (F.col("_set") != previous)).cast("int"))
-    carried = [*others, *levels, "_set"]
-    groups = per_sample.groupBy(*by).agg(
-        F.sum("_changed").cast("double").alias("_value"), F.max("ts").alias("_last"), newest_of(carried),
-    )
-    groups = unpack_newest(groups, carried).withColumns({
+    members = rows.groupBy(*by, "ts", columns.member).agg(*columns.member_aggs)
+    per_sample = members.groupBy(*by, "ts").agg(*columns.sample_aggs).withColumn("_changed", columns.changed)
+    groups = per_sample.groupBy(*by).agg(*columns.group_aggs)
+    groups = unpack_newest(groups, columns.carried).withColumns({
         "_fresh": F.col("_last") >= F.lit(now - stale_after),
-        "members": F.array_join(F.col("_set"), ","),
+        "members": columns.members,
     })
-    return emit(groups, rule, inputs, ("members",))
+    return emit(groups, rule, rule.template_inputs(), ("members",))

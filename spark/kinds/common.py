@@ -9,6 +9,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from rules.kinds.base import RuleBase
+from spark.column_cache import cached
 
 # The one shape every plan returns, so all rules of a cycle union into one job.
 OUTPUT_COLUMNS = ("rule", "labels", "severity", "value", "threshold", "no_data", "inputs")
@@ -32,26 +33,31 @@ def in_lookback(df: DataFrame, now: datetime, stale_after: timedelta) -> DataFra
 
 def excluded(df: DataFrame, rule: RuleBase) -> DataFrame:
     """Drop rows whose column fully matches one of the rule's `exclude` regexes."""
-    for name, pattern in rule.exclude.items():
-        # The pattern is a regex argument to rlike, not SQL text; anchored so `test` != `latest`.
-        matches = F.coalesce(F.col(name).cast("string").rlike(f"^(?:{pattern})$"), F.lit(False))
-        df = df.where(~matches)
+    for condition in cached(("excluded", tuple(rule.exclude.items())), lambda: _not_matching(rule.exclude)):
+        df = df.where(condition)
     return df
+
+
+def _not_matching(exclude: dict[str, str]) -> list[Column]:
+    # The pattern is a regex argument to rlike, not SQL text; anchored so `test` != `latest`.
+    return [~F.coalesce(F.col(name).cast("string").rlike(f"^(?:{pattern})$"), F.lit(False))
+            for name, pattern in exclude.items()]
 
 
 def series_hashes(key: tuple[str, ...]) -> dict[str, Column]:
     """Columns _h1, _h2: two hashes of the series key (xxhash64 and murmur3, 96 bits: no collision in
     any real fleet), to group or join series by two numbers instead of their key as text."""
     # At 1.6M series, grouping by the key's strings made each stall prefilter an aggregate of 70 s.
-    return {"_h1": F.xxhash64(*key), "_h2": F.hash(*key)}
+    return dict(cached(("series_hashes", key), lambda: {"_h1": F.xxhash64(*key), "_h2": F.hash(*key)}))
 
 
 def newest_per_series(df: DataFrame, key: tuple[str, ...]) -> DataFrame:
     """The newest row of each series (one value of `key`)."""
     # row_number over a window measured the same as groupBy + max_by(struct(...), ts) (0.72-0.76 s per
     # evaluate on a 6,400-row window, within noise) and keeps the columns flat.
-    window = Window.partitionBy(*key).orderBy(F.col("ts").desc())
-    return df.withColumn("_rn", F.row_number().over(window)).where(F.col("_rn") == 1).drop("_rn")
+    number, first = cached(("newest_per_series", key), lambda: (
+        F.row_number().over(Window.partitionBy(*key).orderBy(F.col("ts").desc())), F.col("_rn") == 1))
+    return df.withColumn("_rn", number).where(first).drop("_rn")
 
 
 def string_map(pairs: list[tuple[str, Column]]) -> Column:
@@ -83,16 +89,26 @@ def where_true(df: DataFrame, condition: Column | None) -> DataFrame:
 
 def newest_of(columns: list[str], alias: str = "_newest") -> Column:
     """Aggregate: the struct of `columns` from the row with the largest ts (unpack with unpack_newest)."""
-    return F.max_by(F.struct(*columns), F.col("ts")).alias(alias)
+    return cached(("newest_of", tuple(columns), alias),
+                  lambda: F.max_by(F.struct(*columns), F.col("ts")).alias(alias))
 
 
 def unpack_newest(df: DataFrame, columns: list[str], alias: str = "_newest") -> DataFrame:
     """Replace the struct made by newest_of with its fields as top-level columns."""
     if not columns:
         return df.drop(alias)
-    return df.withColumns({name: F.col(alias)[name] for name in columns}).drop(alias)
+    unpacked = cached(("unpack_newest", tuple(columns), alias),
+                      lambda: {name: F.col(alias)[name] for name in columns})
+    return df.withColumns(unpacked).drop(alias)
 
 
-def seconds_between(later: Column, earlier: Column) -> Column:
-    """later - earlier in seconds (double), for timestamp columns."""
+def seconds_between(later: Column | str, earlier: Column | str) -> Column:
+    """later - earlier in seconds (double), for timestamp columns (or their names)."""
+    if isinstance(later, str) and isinstance(earlier, str):
+        return cached(("seconds_between", later, earlier), lambda: _seconds_between(F.col(later), F.col(earlier)))
+    return _seconds_between(F.col(later) if isinstance(later, str) else later,
+                            F.col(earlier) if isinstance(earlier, str) else earlier)
+
+
+def _seconds_between(later: Column, earlier: Column) -> Column:
     return (F.unix_micros(later) - F.unix_micros(earlier)).cast("double") / 1_000_000

@@ -13,42 +13,61 @@ Semantics:
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from pyspark.sql import DataFrame, Window
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from rules.kinds.growth import GrowthRule
+from spark.column_cache import per_rule
 from spark.expressions import compile_expression
 from spark.kinds.common import excluded, in_window, newest_of, seconds_between, unpack_newest, where_true
 from spark.kinds.levels import LEVEL_COLUMNS, finish, level_columns
 
 
-def plan_growth(rule: GrowthRule, df: DataFrame, now: datetime, stale_after: timedelta) -> DataFrame:
-    """Findings of `rule` over the table window `df`, in the normalised output shape."""
+@dataclass(frozen=True)
+class _Columns:
+    """What plan_growth computes, built once per rule declaration (spark/column_cache.py)."""
+
+    where: Column | None
+    sample: dict[str, Column]  # _v and the level columns, per sample
+    step: Column | None  # counter: the increase since the previous sample
+    aggs: list[Column]
+    carried: list[str]
+    value: Column
+
+
+def _columns(rule: GrowthRule, now: datetime) -> _Columns:
     table = rule.table_def
     key = table.key
     where = compile_expression(rule.where.tree, table, now) if rule.where is not None else None
-    rows = where_true(excluded(in_window(df, now - rule.over, now), rule), where)
-    rows = rows.withColumns({"_v": compile_expression(rule.value.tree, table, now).cast("double"),
-                             **level_columns(rule, now)})
+    sample = {"_v": compile_expression(rule.value.tree, table, now).cast("double"), **level_columns(rule, now)}
+    step = None
     if rule.counter:
         previous = F.lag("_v").over(Window.partitionBy(*key).orderBy("ts"))
-        step = F.when(previous.isNull(), F.lit(0.0)).when(F.col("_v") >= previous, F.col("_v") - previous)
-        rows = rows.withColumn("_step", step.otherwise(F.col("_v")))
+        step = (F.when(previous.isNull(), F.lit(0.0)).when(F.col("_v") >= previous, F.col("_v") - previous)
+                .otherwise(F.col("_v")))
         increase = F.sum("_step")
     else:
         increase = F.max_by("_v", "ts") - F.min_by("_v", "ts")
-    inputs = rule.template_inputs()
-    carried = [c for c in (*inputs, *LEVEL_COLUMNS.values()) if c not in key]
-    series = rows.groupBy(*key).agg(
-        increase.alias("_increase"), F.count("_v").alias("_n"), F.min("ts").alias("_first"),
-        F.max("ts").alias("_last"), newest_of(carried),
-    )
-    span = seconds_between(F.col("_last"), F.col("_first"))
+    carried = [c for c in (*rule.template_inputs(), *LEVEL_COLUMNS.values()) if c not in key]
+    aggs = [increase.alias("_increase"), F.count("_v").alias("_n"), F.min("ts").alias("_first"),
+            F.max("ts").alias("_last"), newest_of(carried)]
+    span = seconds_between("_last", "_first")
     value = F.col("_increase") if rule.measure == "increase" else F.col("_increase") / span
-    series = unpack_newest(series, carried).withColumns({
+    return _Columns(where, sample, step, aggs, carried, F.when((F.col("_n") >= 2) & (span > 0), value))
+
+
+def plan_growth(rule: GrowthRule, df: DataFrame, now: datetime, stale_after: timedelta) -> DataFrame:
+    """Findings of `rule` over the table window `df`, in the normalised output shape."""
+    columns = per_rule(rule, "growth", lambda: _columns(rule, now))
+    rows = where_true(excluded(in_window(df, now - rule.over, now), rule), columns.where).withColumns(columns.sample)
+    if columns.step is not None:
+        rows = rows.withColumn("_step", columns.step)
+    series = rows.groupBy(*rule.table_def.key).agg(*columns.aggs)
+    series = unpack_newest(series, columns.carried).withColumns({
         "_fresh": F.col("_last") >= F.lit(now - stale_after),
-        "_value": F.when((F.col("_n") >= 2) & (span > 0), value),
+        "_value": columns.value,
     })
-    return finish(series, rule, inputs)
+    return finish(series, rule, rule.template_inputs())

@@ -7,7 +7,7 @@ rule's `by` when it is coarser than the series key and emits the normalised outp
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from datetime import datetime
 
 from pyspark.sql import Column, DataFrame
@@ -16,6 +16,7 @@ from pyspark.sql import functions as F
 from rules.expressions import Expression
 from rules.kinds.base import RuleBase
 from rules.kinds.threshold import Levels
+from spark.column_cache import per_rule
 from spark.expressions import compile_expression
 from spark.kinds.common import label_map, string_map
 
@@ -33,7 +34,9 @@ def _level(levels: Levels | None, name: str, rule: RuleBase, now: datetime) -> C
 
 def level_columns(rule: RuleBase, now: datetime) -> dict[str, Column]:
     """The four level columns (_ac, _aw, _bc, _bw) of a rule with `above`/`below`; null where absent."""
-    return {col: _level(getattr(rule, side, None), name, rule, now) for (side, name), col in LEVEL_COLUMNS.items()}
+    return dict(per_rule(rule, "levels", lambda: {
+        col: _level(getattr(rule, side, None), name, rule, now) for (side, name), col in LEVEL_COLUMNS.items()
+    }))
 
 
 def severity_columns(value: Column) -> tuple[Column, Column]:
@@ -72,9 +75,16 @@ def reduce_groups(rows: DataFrame, rule: RuleBase, keys: tuple[str, ...], inputs
     columns) come from the series with the largest value (smallest for below-only rules). A
     group is fresh when any of its series is.
     """
+    others = [c for c in (*inputs, *extra) if c not in keys]
+    aggs, unpacked = per_rule(rule, ("reduce", keys, inputs, extra), lambda: _reduce_columns(rule, others))
+    grouped = rows.groupBy(*keys).agg(*aggs)
+    return grouped.withColumns(unpacked).drop("_has_fresh", "_worst")
+
+
+def _reduce_columns(rule: RuleBase, others: list[str]) -> tuple[list[Column], dict[str, Column]]:
+    """reduce_groups' aggregates and the columns that unpack them."""
     fresh = F.col("_fresh")
     value = F.when(fresh, F.col("_value"))
-    others = [c for c in (*inputs, *extra) if c not in keys]
     pick = F.min_by if getattr(rule, "above", None) is None else F.max_by
     aggs = [
         reduce_value(rule, value).alias("_value"),
@@ -86,10 +96,7 @@ def reduce_groups(rows: DataFrame, rule: RuleBase, keys: tuple[str, ...], inputs
     ]
     if others:
         aggs.append(pick(F.struct(*others), value).alias("_worst"))
-    grouped = rows.groupBy(*keys).agg(*aggs)
-    return grouped.withColumns(
-        {"_fresh": F.col("_has_fresh") == 1, **{name: F.col("_worst")[name] for name in others}}
-    ).drop("_has_fresh", "_worst")
+    return aggs, {"_fresh": F.col("_has_fresh") == 1, **{name: F.col("_worst")[name] for name in others}}
 
 
 def finish(rows: DataFrame, rule: RuleBase, inputs: tuple[str, ...],
@@ -123,12 +130,24 @@ def duration_judge(warning_s: float, critical_s: float | None, severity: str) ->
 
 
 def emit(rows: DataFrame, rule: RuleBase, inputs: tuple[str, ...], extra: tuple[str, ...] = (),
-         judge: Judge | None = None) -> DataFrame:
-    """Compare `_value` with the levels (or `judge`) and select the normalised output shape."""
+         judge: Judge | None = None, judge_key: Hashable = None) -> DataFrame:
+    """Compare `_value` with the levels (or `judge`) and select the normalised output shape.
+
+    The output Columns are kept with the rule's declaration (spark/column_cache.py), so `judge` must
+    follow from the declaration and `judge_key`, which names anything else it depends on.
+    """
+    keep, columns = per_rule(rule, ("emit", inputs, extra, judge_key),
+                             lambda: _emit_columns(rule, inputs, extra, judge))
+    return rows.where(keep).select(*columns)
+
+
+def _emit_columns(rule: RuleBase, inputs: tuple[str, ...], extra: tuple[str, ...],
+                  judge: Judge | None) -> tuple[Column, list[Column]]:
+    """emit's row condition and output columns."""
     severity, threshold = (judge or severity_columns)(F.col("_value"))
     fresh = F.col("_fresh")
     pairs = [(name, F.col(name)) for name in (*inputs, *extra)]
-    return rows.where(~fresh | severity.isNotNull()).select(
+    return ~fresh | severity.isNotNull(), [
         F.lit(rule.alert).alias("rule"),
         label_map(rule).alias("labels"),
         F.when(fresh, severity).alias("severity"),
@@ -136,4 +155,4 @@ def emit(rows: DataFrame, rule: RuleBase, inputs: tuple[str, ...], extra: tuple[
         F.when(fresh, threshold).alias("threshold"),
         (~fresh).alias("no_data"),
         string_map(pairs).alias("inputs"),
-    )
+    ]

@@ -14,11 +14,13 @@ Semantics:
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from typing import Any
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from rules.kinds.peer import PeerRule
+from spark.column_cache import per_rule
 from spark.expressions import compile_expression
 from spark.kinds.common import excluded, in_lookback, newest_per_series
 from spark.kinds.levels import emit, level_columns, reduce_groups, severity_columns
@@ -51,42 +53,50 @@ def _members(rule: PeerRule, df: DataFrame, now: datetime, stale_after: timedelt
     table = rule.table_def
     rows = newest_per_series(excluded(in_lookback(df, now, stale_after), rule), table.key)
     if rule.where is not None:
-        rows = rows.where(F.coalesce(compile_expression(rule.where.tree, table, now), F.lit(False)))
+        rows = rows.where(per_rule(rule, "where", lambda: F.coalesce(compile_expression(rule.where.tree, table, now),
+                                                                    F.lit(False))))
     rows = rows.withColumns({
         "_fresh": F.col("ts") >= F.lit(now - stale_after),
-        "_value": compile_expression(rule.value.tree, table, now).cast("double"),
+        "_value": per_rule(rule, "value", lambda: compile_expression(rule.value.tree, table, now).cast("double")),
         **level_columns(rule, now),
     })
     inputs = tuple(dict.fromkeys((*rule.member_key, *rule.template_inputs())))
     return reduce_groups(rows, rule, rule.member_key, inputs) if rule.reduces else rows
 
 
+def _outlier_columns(rule: PeerRule) -> dict[str, Any]:
+    """plan_peer's Columns in outlier mode, built once per rule declaration (spark/column_cache.py)."""
+    severity, threshold = severity_columns(F.col("_value"))
+    entry = F.struct(F.col(rule.member).cast("string").alias("m"), F.col("_value").alias("v"))
+    fresh_entry = F.when(F.col("_fresh") & F.col("_value").isNotNull(), entry)
+    me = F.col(rule.member).cast("string")
+    return {
+        "judged": {"_sev": severity, "_thr": threshold, "_low": F.coalesce(F.col("_aw"), F.col("_ac"))},
+        "all": F.collect_list(fresh_entry).over(Window.partitionBy(*rule.peers_by)),
+        "others": F.transform(F.filter(F.col("_all"), lambda e: e["m"] != me), lambda e: e["v"]),
+        "peer": {
+            "peer_value": _combine(F.col("_others"), rule.peer_reduce),
+            "peers": F.size("_others"),
+            "peers_above": F.size(F.filter(F.col("_others"), lambda v: v > F.col("_low"))),
+        },
+    }
+
+
+def _outlier_judge(value: Column) -> tuple[Column, Column]:
+    peers_fine = (F.col("peers") > 0) & F.coalesce(F.col("peer_value") <= F.col("_low"), F.lit(False))
+    return F.when(peers_fine, F.col("_sev")), F.when(peers_fine, F.col("_thr"))
+
+
 def plan_peer(rule: PeerRule, df: DataFrame, now: datetime, stale_after: timedelta) -> DataFrame:
     """Findings of `rule` over the table window `df`, in the normalised output shape."""
     members = _members(rule, df, now, stale_after)
     inputs = rule.template_inputs()
-    severity, threshold = severity_columns(F.col("_value"))
-    lowest = F.coalesce(F.col("_aw"), F.col("_ac"))
-    members = members.withColumns({"_sev": severity, "_thr": threshold, "_low": lowest})
+    c = per_rule(rule, "peer", lambda: _outlier_columns(rule))
+    members = members.withColumns(c["judged"])
     if rule.mode == "all":
         return _all_mode(rule, members, inputs)
-    entry = F.struct(F.col(rule.member).cast("string").alias("m"), F.col("_value").alias("v"))
-    fresh_entry = F.when(F.col("_fresh") & F.col("_value").isNotNull(), entry)
-    peer_set = Window.partitionBy(*rule.peers_by)
-    members = members.withColumn("_all", F.collect_list(fresh_entry).over(peer_set))
-    me = F.col(rule.member).cast("string")
-    others = F.transform(F.filter(F.col("_all"), lambda e: e["m"] != me), lambda e: e["v"])
-    members = members.withColumn("_others", others).withColumns({
-        "peer_value": _combine(F.col("_others"), rule.peer_reduce),
-        "peers": F.size("_others"),
-        "peers_above": F.size(F.filter(F.col("_others"), lambda v: v > F.col("_low"))),
-    })
-    peers_fine = (F.col("peers") > 0) & F.coalesce(F.col("peer_value") <= F.col("_low"), F.lit(False))
-
-    def judge(value: Column) -> tuple[Column, Column]:
-        return F.when(peers_fine, F.col("_sev")), F.when(peers_fine, F.col("_thr"))
-
-    return emit(members, rule, inputs, _EXTRA, judge)
+    members = members.withColumn("_all", c["all"]).withColumn("_others", c["others"]).withColumns(c["peer"])
+    return emit(members, rule, inputs, _EXTRA, _outlier_judge)
 
 
 def _all_mode(rule: PeerRule, members: DataFrame, inputs: tuple[str, ...]) -> DataFrame:

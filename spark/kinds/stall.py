@@ -21,6 +21,7 @@ from pyspark.sql import functions as F
 
 from rules.expressions import Expression
 from rules.kinds.stall import StallRule
+from spark.column_cache import per_rule
 from spark.expressions import compile_expression
 from spark.kinds.common import (
     excluded,
@@ -55,6 +56,21 @@ def _may_stall(rows: DataFrame, recent: datetime, fresh: datetime) -> DataFrame:
     return series.where(~F.col("_changed") | (F.col("_last") < F.lit(fresh))).select("_h1", "_h2")
 
 
+def _sample_columns(rule: StallRule, now: datetime) -> dict[str, Column]:
+    """Per sample: the value (_v), while (_w), moving value (_m) and where (_where)."""
+    table = rule.table_def
+
+    def compiled(expr: Expression | None, default: bool | None) -> Column:
+        return compile_expression(expr.tree, table, now) if expr is not None else F.lit(default)
+
+    return {
+        "_v": compiled(rule.value, None),
+        "_w": F.coalesce(compiled(rule.while_, True), F.lit(False)),
+        "_m": compiled(rule.moving, None),
+        "_where": F.coalesce(compiled(rule.where, True), F.lit(False)),
+    }
+
+
 def _judge(rule: StallRule) -> Judge:
     critical = rule.critical_after.total_seconds() if rule.critical_after is not None else None
     return duration_judge(rule.over.total_seconds(), critical, rule.severity)
@@ -73,16 +89,8 @@ def plan_stall(rule: StallRule, df: DataFrame, now: datetime, stale_after: timed
     table = rule.table_def
     key = table.key
 
-    def compiled(expr: Expression | None, default: bool | None) -> Column:
-        return compile_expression(expr.tree, table, now) if expr is not None else F.lit(default)
-
     rows = excluded(in_window(df, now - rule.window() - stale_after, now), rule)
-    rows = rows.withColumns({
-        "_v": compiled(rule.value, None),
-        "_w": F.coalesce(compiled(rule.while_, True), F.lit(False)),
-        "_m": compiled(rule.moving, None),
-        "_where": F.coalesce(compiled(rule.where, True), F.lit(False)),
-    })
+    rows = rows.withColumns(per_rule(rule, "stall-samples", lambda: _sample_columns(rule, now)))
     if not rule.reduces:
         rows = rows.withColumns(series_hashes(key))
         recent, fresh = now - rule.over, now - stale_after
@@ -106,7 +114,7 @@ def plan_stall(rule: StallRule, df: DataFrame, now: datetime, stale_after: timed
         newest_of(carried),
     )
     series = unpack_newest(series, carried).where(F.col("_where"))
-    stalled = seconds_between(F.col("_last"), F.col("_since"))
+    stalled = seconds_between("_last", "_since")
     if rule.moving is not None:
         stalled = F.when(F.col("_moves") > 1, stalled)
     series = series.withColumns({
@@ -131,10 +139,11 @@ def plan_stall_from_runs(rule: StallRule, newest: DataFrame, now: datetime, stal
     rows = rows.withColumns(series_hashes(key)).join(F.broadcast(candidates), ["_h1", "_h2"], "left")
     rows = rows.drop("_h1", "_h2")
     if rule.where is not None:
-        rows = rows.where(F.coalesce(compile_expression(rule.where.tree, table, now), F.lit(False)))
+        rows = rows.where(per_rule(rule, "where", lambda: F.coalesce(compile_expression(rule.where.tree, table, now),
+                                                                    F.lit(False))))
     series = rows.withColumns({
         "_fresh": F.col("ts") >= F.lit(now - stale_after),
-        "_value": seconds_between(F.col("ts"), F.col("_since")),
+        "_value": seconds_between("ts", "_since"),
         **level_columns(rule, now),
     })
     return finish(series, rule, rule.template_inputs(), judge=_judge(rule))
