@@ -31,9 +31,12 @@ from pyspark.sql import DataFrame, SparkSession
 
 from rules.findings import Finding
 from rules.kinds.base import RuleBase
+from rules.kinds.churn import ChurnRule
 from rules.kinds.stall import StallRule
 from rules.tables import TABLES
+from spark.churn_sets import ChurnSets, SplitSample, keeps_sets
 from spark.kinds import KINDS
+from spark.kinds.churn import plan_churn_from_sets
 from spark.kinds.common import OUTPUT_COLUMNS, lookback
 from spark.kinds.fused import fusable, plan_fused
 from spark.kinds.stall import plan_stall, plan_stall_from_runs
@@ -86,6 +89,8 @@ class Evaluator:
         # Stall rules on tables with newest times kept are judged from runs kept between cycles.
         self.stall_runs = stall_runs
         self._runs = StallRuns(spark, store_root)
+        # Churn rules on big tables are judged from member sets kept per store file.
+        self._sets = ChurnSets(spark, store_root)
 
     def plan(self, rules: Sequence[RuleBase], now: datetime, stale_after: timedelta) -> DataFrame | None:
         """The union of every rule's output for `now`, or None when no rule has data to read."""
@@ -100,8 +105,9 @@ class Evaluator:
         wanted = [Wanted(name, rs[0].table_def.key, start) for name, rs in live.items()
                   if (start := self._newest_from(self._sources(name)[0], rs, now, stale_after)) is not None]
         names = {want.name for want in wanted}
-        times, runs = self._newest_and_runs(wanted, [r for name, rs in live.items() if name in names for r in rs],
-                                            now, stale_after)
+        churn = [r for rs in live.values() for r in rs if keeps_sets(r) and self._big(r.table, now - r.window(), now)]
+        times, runs, sets = self._incremental(wanted, [r for name, rs in live.items() if name in names for r in rs],
+                                              churn, now, stale_after)
         outputs: list[DataFrame] = []
         for name, table_rules in live.items():
             newest = [r for r in table_rules if name in times and reads_newest_only(r)]
@@ -109,7 +115,8 @@ class Evaluator:
                 at_newest = self._frame(name, at_times(windows, self._sources(name), times[name]))
                 outputs.extend(self._plan_table(newest, at_newest, now, stale_after, False))
                 outputs.extend(self._plan_runs([r for r in runs if r in table_rules], at_newest, now, stale_after))
-            rest = [r for r in table_rules if r not in newest and r not in runs]
+            counted = self._plan_sets([r for r in sets if r in table_rules], now, stale_after, outputs)
+            rest = [r for r in table_rules if r not in newest and r not in runs and r not in counted]
             if rest:
                 outputs.extend(self._plan_table(rest, self._frame(name, windows), now, stale_after, name in times))
         if not outputs:
@@ -177,25 +184,55 @@ class Evaluator:
                 log.exception("rule %s: cannot build its plan; skipped this cycle", rule.alert)
         return outputs
 
-    def _newest_and_runs(self, wanted: Sequence[Wanted], rules: Sequence[RuleBase], now: datetime,
-                         stale_after: timedelta) -> tuple[dict[str, list[datetime]], list[StallRule]]:
-        """The newest times of `wanted`, and the stall rules among `rules` judged from their runs this
-        cycle (spark/stall_runs.py), brought up to `now`: both read the new files in one Spark job."""
+    def _big(self, table: str, start: datetime, now: datetime) -> bool:
+        """Whether `table` holds enough rows in [start, now] for incremental state to pay (prune_min_rows)."""
+        return self.prune_min_rows is not None and (
+            self.prune_min_rows <= 0 or window_rows(self.store_root, TABLES[table], start, now) >= self.prune_min_rows)
+
+    def _incremental(self, wanted: Sequence[Wanted], rules: Sequence[RuleBase], churn: Sequence[ChurnRule],
+                     now: datetime, stale_after: timedelta
+                     ) -> tuple[dict[str, list[datetime]], list[StallRule], list[ChurnRule]]:
+        """The newest times of `wanted`, the stall rules among `rules` judged from their runs this cycle
+        (spark/stall_runs.py) and the `churn` rules judged from their kept sets (spark/churn_sets.py),
+        all brought up to `now`: they read the new files in one Spark job."""
         chosen = [r for r in rules if self.stall_runs and isinstance(r, StallRule) and keeps_runs(r)]
-        if not wanted:
-            return {}, []
-        newest_parts, newest_finish = self._newest.prepare(wanted, now)
+        newest_parts, newest_finish = self._newest.prepare(wanted, now) if wanted else ([], lambda _: {})
         try:
             runs_parts, runs_finish = self._runs.prepare([(r, r.stale_after or stale_after) for r in chosen], now)
-            found = collect_parts(newest_parts + runs_parts)
-            current = set(runs_finish(found))
-            return newest_finish(found), [r for r in chosen if r.alert in current]
+            sets_parts, sets_finish = self._sets.prepare(churn, now)
+            found = collect_parts(newest_parts + runs_parts + sets_parts)
+            current = set(runs_finish(found)) | set(sets_finish(found))
+            return (newest_finish(found), [r for r in chosen if r.alert in current],
+                    [r for r in churn if r.alert in current])
         except Exception:
-            # The whole-window plan still judges these rules; the runs start over next cycle.
-            log.exception("stall rules %s: cannot extend their runs; judging them from the whole window",
-                          ", ".join(r.alert for r in chosen))
+            # The whole-window plans still judge these rules; the runs and sets start over next cycle.
+            log.exception("stall rules %s, churn rules %s: cannot bring their kept state up to date; judging "
+                          "them from the whole window", ", ".join(r.alert for r in chosen) or "none",
+                          ", ".join(r.alert for r in churn) or "none")
             self._runs = StallRuns(self.spark, self.store_root)
-            return self._newest.times(wanted, now), []
+            self._sets = ChurnSets(self.spark, self.store_root)
+            return (self._newest.times(wanted, now) if wanted else {}), [], []
+
+    def _plan_sets(self, rules: Sequence[ChurnRule], now: datetime, stale_after: timedelta,
+                   outputs: list[DataFrame]) -> list[ChurnRule]:
+        """Append the plans of churn rules from their kept sets to `outputs`; returns the rules planned."""
+        planned = []
+        for rule in rules:
+            stale = rule.stale_after or stale_after
+            try:
+                groups = self._sets.candidates(rule, now, stale)
+            except SplitSample as exc:
+                log.info("churn rule %s: %s; judged from the whole window this cycle", rule.alert, exc)
+                continue
+            try:
+                if groups.num_rows:
+                    columns = [c for c in groups.column_names if c not in ("_h1", "_h2", "ts", "_set")]
+                    frame = self.spark.createDataFrame(groups.select(columns))
+                    outputs.append(plan_churn_from_sets(rule, frame, now, stale))
+            except Exception:
+                log.exception("rule %s: cannot build its plan; skipped this cycle", rule.alert)
+            planned.append(rule)
+        return planned
 
     def _plan_runs(self, rules: Sequence[StallRule], at_newest: DataFrame, now: datetime,
                    stale_after: timedelta) -> list[DataFrame]:

@@ -71,3 +71,10 @@ def plan_churn(rule: ChurnRule, df: DataFrame, now: datetime, stale_after: timed
         "members": columns.members,
     })
     return emit(groups, rule, rule.template_inputs(), ("members",))
+
+
+def plan_churn_from_sets(rule: ChurnRule, groups: DataFrame, now: datetime, stale_after: timedelta) -> DataFrame:
+    """Findings of `rule` from its groups' counted changes (spark/churn_sets.py candidates: by columns,
+    `_value`, `_last`, levels, `members`, template columns): the same as plan_churn's."""
+    return emit(groups.withColumn("_fresh", F.col("_last") >= F.lit(now - stale_after)), rule,
+                rule.template_inputs(), ("members",))
