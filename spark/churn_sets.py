@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
+from urllib.parse import unquote, urlparse
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -71,6 +72,14 @@ def _key(path: Path) -> FileKey:
     return (str(path), stat.st_size, stat.st_mtime_ns)
 
 
+def _by_file(found: pa.Table | None) -> dict[str, pa.Table]:
+    """Collected rows by the local path of the file they came from (Spark names it as a URI)."""
+    if found is None or found.num_rows == 0:
+        return {}
+    return {unquote(urlparse(uri).path): found.filter(pc.equal(found["_file"], uri))
+            for uri in pc.unique(found["_file"]).to_pylist()}
+
+
 def _others(rule: ChurnRule) -> list[str]:
     return [c for c in rule.template_inputs() if c not in rule.group_by]
 
@@ -107,7 +116,7 @@ class ChurnSets:
         current."""
         current = {rule.alert for rule in rules}
         self._kept = {alert: kept for alert, kept in self._kept.items() if alert in current}
-        reads: list[tuple[ChurnRule, FileKey]] = []
+        reads: list[tuple[ChurnRule, dict[str, FileKey]]] = []
         parts: list[DataFrame] = []
         for rule in rules:
             signature = rule_key(rule) or ""
@@ -117,36 +126,45 @@ class ChurnSets:
             listed = {_key(p) for p in window_files(self.root, TABLES[rule.table], now - rule.over, now)}
             # Files that left the window (or were rewritten, or removed) are forgotten.
             kept.files = {key: summary for key, summary in kept.files.items() if key in listed}
-            for key in sorted(listed - kept.files.keys()):
-                parts.append(self._summarise(rule, key[0], f"_churn{len(reads)}")
-                             .withColumn("_churn_file", F.lit(len(reads))))
-                reads.append((rule, key))
+            new = {key[0]: key for key in sorted(listed - kept.files.keys())}
+            if new:
+                parts.append(self._summarise(rule, list(new), f"_churn{len(reads)}")
+                             .withColumn("_churn_rule", F.lit(len(reads))))
+            reads.append((rule, new))
 
         def finish(found: pa.Table | None) -> list[str]:
-            ours = found is not None and "_churn_file" in found.column_names
-            for index, (rule, key) in enumerate(reads):
-                mine = found.filter(pc.fill_null(pc.equal(found["_churn_file"], index), False)) if ours else None
-                self._kept[rule.alert].files[key] = self._unpack(mine, f"_churn{index}")
+            ours = found is not None and "_churn_rule" in found.column_names
+            for index, (rule, new) in enumerate(reads):
+                if not new:
+                    continue
+                mine = found.filter(pc.fill_null(pc.equal(found["_churn_rule"], index), False)) if ours else None
+                by_file = {next(iter(new)): mine} if len(new) == 1 else _by_file(mine)
+                for path, key in new.items():
+                    self._kept[rule.alert].files[key] = self._unpack(by_file.get(path), f"_churn{index}")
             return [rule.alert for rule in rules]
 
         return parts, finish
 
-    def _summarise(self, rule: ChurnRule, path: str, name: str) -> DataFrame:
-        """One file's sets: one row per (by, ts) with _h1, _h2, ts and the struct `name` of the rest
-        (a struct per file, so parts of rules with different columns union by name)."""
+    def _summarise(self, rule: ChurnRule, paths: list[str], name: str) -> DataFrame:
+        """The sets of the files `paths`: one row per file and (by, ts) with _file, _h1, _h2, ts and
+        the struct `name` of the rest (a struct per rule, so parts of rules with different columns
+        union by name)."""
         table = TABLES[rule.table]
         schema = stored_schema(table)
         rows_columns, carried, per_sample = per_rule(rule, "churn-summary", lambda: _summary_columns(rule))
-        rows = with_derived(self.spark.read.schema(schema).parquet(path), table)
+        rows = self.spark.read.schema(schema).parquet(*paths)
+        # One file (the usual cycle) needs no name per row: grouping by it cost ~0.2 s at 160k series.
+        source = F.lit("") if len(paths) == 1 else F.col("_metadata.file_path")
+        rows = with_derived(rows.withColumn("_file", source), table)
         rows = excluded(rows, rule).withColumns(rows_columns)
         rows = where_true(rows, F.col("_where") if rule.where is not None else None)
-        by = ["_h1", "_h2", *rule.group_by, "ts"]
+        by = ["_file", "_h1", "_h2", *rule.group_by, "ts"]
         # Members repeat on every row they hold (one per queue): a plain hash aggregate drops the
         # repeats first, as plan_churn does.
         members = rows.groupBy(*by, "_member").agg(*carried)
         sets = members.groupBy(*by).agg(*per_sample)
-        payload = [c for c in sets.columns if c not in ("_h1", "_h2", "ts")]
-        return sets.select("_h1", "_h2", "ts", F.struct(*payload).alias(name))
+        payload = [c for c in sets.columns if c not in ("_file", "_h1", "_h2", "ts")]
+        return sets.select("_file", "_h1", "_h2", "ts", F.struct(*payload).alias(name))
 
     @staticmethod
     def _unpack(found: pa.Table | None, name: str) -> pa.Table | None:
