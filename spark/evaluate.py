@@ -7,7 +7,9 @@ judge only each series' newest sample read only the cycles holding one (spark/ne
 stall rules on tables judge each series' newest sample against its run, kept between cycles and
 extended from the new files (spark/stall_runs.py); other stall rules (on views, reducing, or
 calling now()) find their candidates in the samples since `over` plus the series quiet since
-then, known from the same newest times (spark/kinds/stall.py).
+then, known from the same newest times (spark/kinds/stall.py). Churn rules on tables count their
+groups' set changes from sets kept per store file (spark/churn_sets.py). The Columns of every
+rule are built once per rule declaration (spark/column_cache.py).
 
     evaluator = Evaluator(get_session(), "/var/lib/rocketwatch/store")
     findings = evaluator.evaluate(ruleset.rules, now, stale_after=timedelta(seconds=60))
