@@ -19,7 +19,6 @@ its own qualify (`keeps_sets`): on a table, with no now() in where or levels.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -38,14 +37,18 @@ from spark.column_cache import per_rule, rule_key
 from spark.expressions import compile_expression
 from spark.kinds.common import excluded, series_hashes, where_true
 from spark.kinds.levels import LEVEL_COLUMNS, level_columns
+from spark.newest_state import collect_parts
 from spark.schema import stored_schema
 from spark.store_reader import window_files, with_derived
-
-log = logging.getLogger(__name__)
 
 # (path, size, mtime_ns): a file rewritten in place is a new file.
 FileKey = tuple[str, int, int]
 Finish = Callable[[pa.Table | None], list[str]]
+
+# Files summarised per Spark job when a rule has many new ones: a whole window's summaries collected
+# at once (with the stall runs' and newest times' first reads) overflowed the driver's 1 GiB heap at
+# 160k queue series, and at 1.6M one window's alone would be ~300 MB of results.
+CATCH_UP_FILES = 4
 
 _LEVELS = list(LEVEL_COLUMNS.values())
 
@@ -109,24 +112,29 @@ class ChurnSets:
         self.root = Path(root)
         self._kept: dict[str, _Kept] = {}
 
-    def prepare(self, rules: Sequence[ChurnRule], now: datetime) -> tuple[list[DataFrame], Finish]:
+    def _new(self, rule: ChurnRule, now: datetime) -> list[FileKey]:
+        """The files of the rule's window not summarised yet (oldest first), forgetting those gone."""
+        signature = rule_key(rule) or ""
+        kept = self._kept.get(rule.alert)
+        if kept is None or kept.signature != signature:
+            kept = self._kept[rule.alert] = _Kept(signature)
+        listed = {_key(p) for p in window_files(self.root, TABLES[rule.table], now - rule.over, now)}
+        # Files that left the window (or were rewritten, or removed) are forgotten.
+        kept.files = {key: summary for key, summary in kept.files.items() if key in listed}
+        return sorted(listed - kept.files.keys())
+
+    def prepare(self, rules: Sequence[ChurnRule], now: datetime,
+                limit: int | None = None) -> tuple[list[DataFrame], Finish]:
         """Summarise the files of each rule's window not summarised yet, in two steps so the Spark job
         is shared (spark/newest_state.py collect_parts): the parts to collect (rows tagged by a
-        non-null `_churn_file`), and what stores them, returning the alerts whose summaries are
-        current."""
+        non-null `_churn_rule`), and what stores them, returning the alerts whose summaries are
+        current; `limit` caps the files read per rule."""
         current = {rule.alert for rule in rules}
         self._kept = {alert: kept for alert, kept in self._kept.items() if alert in current}
         reads: list[tuple[ChurnRule, dict[str, FileKey]]] = []
         parts: list[DataFrame] = []
         for rule in rules:
-            signature = rule_key(rule) or ""
-            kept = self._kept.get(rule.alert)
-            if kept is None or kept.signature != signature:
-                kept = self._kept[rule.alert] = _Kept(signature)
-            listed = {_key(p) for p in window_files(self.root, TABLES[rule.table], now - rule.over, now)}
-            # Files that left the window (or were rewritten, or removed) are forgotten.
-            kept.files = {key: summary for key, summary in kept.files.items() if key in listed}
-            new = {key[0]: key for key in sorted(listed - kept.files.keys())}
+            new = {key[0]: key for key in self._new(rule, now)[:limit]}
             if new:
                 parts.append(self._summarise(rule, list(new), f"_churn{len(reads)}")
                              .withColumn("_churn_rule", F.lit(len(reads))))
@@ -144,6 +152,15 @@ class ChurnSets:
             return [rule.alert for rule in rules]
 
         return parts, finish
+
+    def catch_up(self, rules: Sequence[ChurnRule], now: datetime) -> None:
+        """Summarise what prepare() would read beyond one new file per rule, CATCH_UP_FILES files per
+        Spark job (the first evaluation, a catch-up, a compaction)."""
+        backlog = max((len(self._new(rule, now)) for rule in rules), default=0)
+        # Bounded: files that keep changing under it are left to prepare().
+        for _ in range(-(-backlog // CATCH_UP_FILES) if backlog > 1 else 0):
+            parts, finish = self.prepare(rules, now, limit=CATCH_UP_FILES)
+            finish(collect_parts(parts))
 
     def _summarise(self, rule: ChurnRule, paths: list[str], name: str) -> DataFrame:
         """The sets of the files `paths`: one row per file and (by, ts) with _file, _h1, _h2, ts and

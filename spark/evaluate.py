@@ -201,6 +201,7 @@ class Evaluator:
         newest_parts, newest_finish = self._newest.prepare(wanted, now) if wanted else ([], lambda _: {})
         try:
             runs_parts, runs_finish = self._runs.prepare([(r, r.stale_after or stale_after) for r in chosen], now)
+            self._sets.catch_up(churn, now)
             sets_parts, sets_finish = self._sets.prepare(churn, now)
             found = collect_parts(newest_parts + runs_parts + sets_parts)
             current = set(runs_finish(found)) | set(sets_finish(found))
