@@ -12,17 +12,13 @@ from __future__ import annotations
 import logging
 import random
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
-
-import pyarrow as pa
-import pyarrow.parquet as pq
 
 from daemon.store.writer import ParquetStore
 from rules.loader import load_rule_files
 from spark.churn_sets import keeps_sets
 from spark.evaluate import Evaluator
-from tests.spark.kind_samples import NOW, STALE, pq_row, rule_yaml
+from tests.spark.kind_samples import NOW, compact, findings_of, pq_row, rule_yaml
 
 STEP = timedelta(seconds=30)
 START = NOW - 30 * STEP
@@ -50,22 +46,6 @@ def _cycle(rng: random.Random, clients: dict[str, set[str]], index: int) -> list
             for queue in range(3):
                 rows.append(pq_row(ts, group, queue, client, dropped=rng.random() < 0.05))
     return rows
-
-
-def _findings(evaluator: Evaluator, rules: list, now) -> list[tuple]:
-    found = evaluator.evaluate(rules, now, STALE)
-    return sorted((f.rule, sorted(f.labels.items()), f.severity, f.value, f.threshold, f.no_data,
-                   sorted(f.annotations.items())) for f in found)
-
-
-def _compact(root: Path, hour: str) -> None:
-    """Rewrite one hour of process_queue as a single file under a new name, as compaction does."""
-    directory = next((root / "process_queue").glob(f"date=*/hour={hour}"))
-    files = sorted(directory.glob("*.parquet"))
-    merged = pa.concat_tables([pq.read_table(f) for f in files])
-    pq.write_table(merged, directory / "compacted-0001.parquet")
-    for f in files:
-        f.unlink()
 
 
 def test_sets_kept_per_file_give_the_findings_of_the_whole_window(spark, tmp_path, caplog):
@@ -101,7 +81,7 @@ def test_sets_kept_per_file_give_the_findings_of_the_whole_window(spark, tmp_pat
             stamp = f"{START + 22 * STEP:%Y%m%dT%H%M%S}"  # summarised at cycle 22
             next((root / "process_queue").glob(f"date=*/hour=*/{stamp}*.parquet")).unlink()
         if event == "compact":
-            _compact(root, f"{(START + 19 * STEP).hour:02d}")
+            compact(root, "process_queue", f"{(START + 19 * STEP).hour:02d}")
         if event == "split":
             # The cycle's rows of g1 land in two files: its set is the union, unknown per file.
             store.append("process_queue", [pq_row(START + 27 * STEP, "g1", 9, "extra@1")], START + 27 * STEP)
@@ -112,12 +92,12 @@ def test_sets_kept_per_file_give_the_findings_of_the_whole_window(spark, tmp_pat
         now = START + index * STEP + (timedelta(seconds=5) if event == "slow" else timedelta(0))
         caplog.clear()
         with caplog.at_level(logging.INFO, logger="spark"):
-            got = _findings(kept, rules, now)
+            got = findings_of(kept, rules, now)
         assert not [r for r in caplog.records if r.levelno >= logging.ERROR], (index, event)
         whole_window = [r.getMessage() for r in caplog.records if "judged from the whole window" in r.getMessage()]
         # Until the sample written in two files leaves the 4-minute window (after cycle 35).
         assert bool(whole_window) == (27 <= index <= 35), (index, event, whole_window)
-        expected = _findings(Evaluator(spark, root, prune_min_rows=None, one_partition_max_rows=0), rules, now)
+        expected = findings_of(Evaluator(spark, root, prune_min_rows=None, one_partition_max_rows=0), rules, now)
         assert got == expected, f"cycle {index} ({event or 'next cycle'})"
         fired.update(f"{f[2]}:{f[5]}" for f in expected)
     # Both levels and a stale group were compared.

@@ -14,17 +14,13 @@ from __future__ import annotations
 import logging
 import random
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
-
-import pyarrow as pa
-import pyarrow.parquet as pq
 
 from daemon.store.writer import ParquetStore
 from rules.loader import load_rule_files
 from spark.evaluate import Evaluator
 from spark.stall_runs import keeps_runs
-from tests.spark.kind_samples import NOW, STALE, cq_row, pq_row, rule_yaml
+from tests.spark.kind_samples import NOW, compact, cq_row, findings_of, pq_row, rule_yaml
 
 STEP = timedelta(seconds=30)
 START = NOW - 30 * STEP
@@ -75,22 +71,6 @@ def _cycle(rng: random.Random, state: dict[str, Any], index: int) -> tuple[list[
     return queues, caches
 
 
-def _findings(evaluator: Evaluator, rules: list, now) -> list[tuple]:
-    found = evaluator.evaluate(rules, now, STALE)
-    return sorted((f.rule, sorted(f.labels.items()), f.severity, f.value, f.threshold, f.no_data,
-                   sorted(f.annotations.items())) for f in found)
-
-
-def _compact(root: Path, table: str, hour: str) -> None:
-    """Rewrite one hour of `table` as a single file under a new name, as compaction does."""
-    directory = next((root / table).glob(f"date=*/hour={hour}"))
-    files = sorted(directory.glob("*.parquet"))
-    merged = pa.concat_tables([pq.read_table(f) for f in files])
-    pq.write_table(merged, directory / "compacted-0001.parquet")
-    for f in files:
-        f.unlink()
-
-
 def test_runs_kept_between_cycles_give_the_findings_of_the_whole_window(spark, tmp_path, caplog):
     path = tmp_path / "rules.yaml"
     path.write_text(rule_yaml(OFFSET_STALL, STUCK_MESSAGE))
@@ -129,7 +109,7 @@ def test_runs_kept_between_cycles_give_the_findings_of_the_whole_window(spark, t
             for table in ("consumer_queue", "process_queue"):
                 next((root / table).glob(f"date=*/hour=*/{stamp}*.parquet")).unlink()
         if event == "compact":
-            _compact(root, "consumer_queue", f"{(START + 25 * STEP).hour:02d}")
+            compact(root, "consumer_queue", f"{(START + 25 * STEP).hour:02d}")
         if event == "slow":
             # Evaluated while the cycle stamped before it is still being collected: that file lands
             # after this evaluation, holding samples older than its `now` (the daemon's usual overlap).
@@ -139,14 +119,14 @@ def test_runs_kept_between_cycles_give_the_findings_of_the_whole_window(spark, t
         now = START + index * STEP + (timedelta(seconds=5) if event == "slow" else timedelta(0))
         caplog.clear()
         with caplog.at_level(logging.INFO, logger="spark"):
-            got = _findings(kept, rules, now)
+            got = findings_of(kept, rules, now)
         # The evaluator falls back to the whole window on any error in the runs: none may happen.
         assert not [r for r in caplog.records if r.levelno >= logging.ERROR], (index, event)
         rebuilt = [r.getMessage() for r in caplog.records if "whole window again" in r.getMessage()]
         # A compaction keeps the runs (same rows, new files); the other events start them over.
         assert bool(rebuilt) == (event in ("back", "late", "lost")), (index, event, rebuilt)
         whole = Evaluator(spark, root, prune_min_rows=0, one_partition_max_rows=0, stall_runs=False)
-        expected = _findings(whole, rules, now)
+        expected = findings_of(whole, rules, now)
         assert got == expected, f"cycle {index} ({event or 'next cycle'})"
         fired.update(f"{f[0]}:{f[2]}" for f in expected)
     # The comparison covered both rules at both levels, and stale series.
