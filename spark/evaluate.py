@@ -196,16 +196,19 @@ class Evaluator:
                      ) -> tuple[dict[str, list[datetime]], list[StallRule], list[ChurnRule]]:
         """The newest times of `wanted`, the stall rules among `rules` judged from their runs this cycle
         (spark/stall_runs.py) and the `churn` rules judged from their kept sets (spark/churn_sets.py),
-        all brought up to `now`: they read the new files in one Spark job."""
+        all brought up to `now`: they read the new files in two Spark jobs."""
         chosen = [r for r in rules if self.stall_runs and isinstance(r, StallRule) and keeps_runs(r)]
         newest_parts, newest_finish = self._newest.prepare(wanted, now) if wanted else ([], lambda _: {})
         try:
             runs_parts, runs_finish = self._runs.prepare([(r, r.stale_after or stale_after) for r in chosen], now)
             self._sets.catch_up(churn, now)
             sets_parts, sets_finish = self._sets.prepare(churn, now)
-            found = collect_parts(newest_parts + runs_parts + sets_parts)
+            # Two jobs: in one, every newest-times row (one per series and table) also carried the
+            # runs' dozen columns as nulls, 8 bytes each in Arrow; the first evaluation at 1.6M
+            # series then collected 1.1 GiB, past spark.driver.maxResultSize.
+            found = collect_parts(runs_parts + sets_parts)
             current = set(runs_finish(found)) | set(sets_finish(found))
-            return (newest_finish(found), [r for r in chosen if r.alert in current],
+            return (newest_finish(collect_parts(newest_parts)), [r for r in chosen if r.alert in current],
                     [r for r in churn if r.alert in current])
         except Exception:
             # The whole-window plans still judge these rules; the runs and sets start over next cycle.

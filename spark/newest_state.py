@@ -143,9 +143,11 @@ class NewestTimes:
         return kept.newest.filter(inside).select(["_h1", "_h2"])
 
     def _new_parts(self, wanted: Sequence[Wanted], reads: Mapping[str, list[str]], now: datetime) -> list[DataFrame]:
-        """Per wanted name with new files: each series' newest time in them (_name, _h1, _h2, ts)."""
+        """Per wanted name with new files: each series' newest time in them (_name, _h1, _h2, ts), `_name`
+        being the name's index in `wanted` (a number: as text it was ~18 bytes more per row collected,
+        ~250 MB on a first read at 1.6M series)."""
         parts: list[DataFrame] = []
-        for want in wanted:
+        for index, want in enumerate(wanted):
             paths = reads[want.name]
             if not paths:
                 continue
@@ -155,17 +157,17 @@ class NewestTimes:
             rows = VIEW_DEFS[want.name].rows({source.name: df}) if want.name in VIEW_DEFS else df
             hashes = [column.alias(name) for name, column in series_hashes(want.key).items()]
             newest = rows.where(F.col("ts") <= F.lit(now)).groupBy(*hashes).agg(F.max("ts").alias("ts"))
-            parts.append(newest.select(F.lit(want.name).alias("_name"), "_h1", "_h2", "ts"))
+            parts.append(newest.select(F.lit(index).alias("_name"), "_h1", "_h2", "ts"))
         return parts
 
     def _merge_new(self, wanted: Sequence[Wanted], reads: Mapping[str, list[str]], found: pa.Table,
                    now: datetime) -> None:
         """Merge the newest times read from the new files into what is kept."""
-        for want in wanted:
+        for index, want in enumerate(wanted):
             paths = reads[want.name]
             if not paths:
                 continue
-            mine = found.filter(pc.equal(found["_name"], want.name)).select(["_h1", "_h2", "ts"])
+            mine = found.filter(pc.equal(found["_name"], index)).select(["_h1", "_h2", "ts"])
             kept = self._kept[want.name]
             merged = mine if kept.newest is None else pa.concat_tables([kept.newest, mine.cast(kept.newest.schema)])
             newest = merged.group_by(["_h1", "_h2"]).aggregate([("ts", "max")])
