@@ -63,6 +63,10 @@ ONE_PARTITION_MAX_ROWS = 1_000_000
 
 
 _HASHES = "_h1 long, _h2 int"
+# After the stall runs or churn sets fail to update, whole windows judge those rules for this many
+# more cycles before the state is rebuilt: a failure that repeats (the driver's memory) would
+# otherwise add a rebuild attempt to every cycle (at 1.6M series, ~30 s each).
+RETRY_AFTER_CYCLES = 10
 
 
 def _knows_quiet(rule: RuleBase) -> TypeGuard[StallRule]:
@@ -93,6 +97,8 @@ class Evaluator:
         self._runs = StallRuns(spark, store_root)
         # Churn rules on big tables are judged from member sets kept per store file.
         self._sets = ChurnSets(spark, store_root)
+        # Cycles left before the runs and sets are rebuilt after they failed to update.
+        self._paused = 0
 
     def plan(self, rules: Sequence[RuleBase], now: datetime, stale_after: timedelta) -> DataFrame | None:
         """The union of every rule's output for `now`, or None when no rule has data to read."""
@@ -198,6 +204,9 @@ class Evaluator:
         (spark/stall_runs.py) and the `churn` rules judged from their kept sets (spark/churn_sets.py),
         all brought up to `now`: they read the new files in two Spark jobs."""
         chosen = [r for r in rules if self.stall_runs and isinstance(r, StallRule) and keeps_runs(r)]
+        if self._paused:
+            self._paused -= 1
+            chosen, churn = [], []
         newest_parts, newest_finish = self._newest.prepare(wanted, now) if wanted else ([], lambda _: {})
         try:
             runs_parts, runs_finish = self._runs.prepare([(r, r.stale_after or stale_after) for r in chosen], now)
@@ -213,8 +222,10 @@ class Evaluator:
         except Exception:
             # The whole-window plans still judge these rules; the runs and sets start over next cycle.
             log.exception("stall rules %s, churn rules %s: cannot bring their kept state up to date; judging "
-                          "them from the whole window", ", ".join(r.alert for r in chosen) or "none",
-                          ", ".join(r.alert for r in churn) or "none")
+                          "them from the whole window for %d cycles, then rebuilding it",
+                          ", ".join(r.alert for r in chosen) or "none", ", ".join(r.alert for r in churn) or "none",
+                          RETRY_AFTER_CYCLES + 1)
+            self._paused = RETRY_AFTER_CYCLES
             self._runs = StallRuns(self.spark, self.store_root)
             self._sets = ChurnSets(self.spark, self.store_root)
             return (self._newest.times(wanted, now) if wanted else {}), [], []

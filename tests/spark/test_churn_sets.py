@@ -16,7 +16,8 @@ from typing import Any
 
 from daemon.store.writer import ParquetStore
 from rules.loader import load_rule_files
-from spark.churn_sets import keeps_sets
+from spark import evaluate
+from spark.churn_sets import ChurnSets, keeps_sets
 from spark.evaluate import Evaluator
 from tests.spark.kind_samples import NOW, compact, findings_of, pq_row, rule_yaml
 
@@ -109,3 +110,41 @@ def test_a_rule_that_calls_now_is_judged_from_the_whole_window(tmp_path):
     path.write_text(rule_yaml({**CHURN, "where": "now() - last_pull_ts < 60000"}))
     (rule,) = load_rule_files([path]).rules
     assert not keeps_sets(rule)
+
+
+def test_a_failed_update_is_retried_after_a_pause(spark, tmp_path, caplog, monkeypatch):
+    path = tmp_path / "rules.yaml"
+    path.write_text(rule_yaml(CHURN))
+    rules = list(load_rule_files([path]).rules)
+    root = tmp_path / "store"
+    store = ParquetStore(root)
+    rng, clients = random.Random(7), {}
+    for index in range(14):
+        store.append("process_queue", _cycle(rng, clients, index), START + index * STEP)
+    monkeypatch.setattr(evaluate, "RETRY_AFTER_CYCLES", 2)
+    asked: list[int] = []
+    real = ChurnSets.prepare
+
+    def prepare(self, churn, now, limit=None):
+        if churn:
+            asked.append(round((now - START) / STEP))
+            if len(asked) == 1:
+                raise OSError("store unreadable")
+        return real(self, churn, now, limit)
+
+    monkeypatch.setattr(ChurnSets, "prepare", prepare)
+    kept = Evaluator(spark, root, prune_min_rows=0, one_partition_max_rows=0)
+    logged: list[str] = []
+    for index in (9, 10, 11, 12, 13):
+        now = START + index * STEP
+        caplog.clear()
+        with caplog.at_level(logging.INFO, logger="spark"):
+            got = findings_of(kept, rules, now)
+        errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+        assert bool(errors) == (index == 9), (index, errors)
+        logged += errors
+        expected = findings_of(Evaluator(spark, root, prune_min_rows=None, one_partition_max_rows=0), rules, now)
+        assert got == expected, f"cycle {index}"
+    # Failed at 9, whole windows at 10 and 11, rebuilt at 12 and kept at 13.
+    assert asked[0] == 9 and 10 not in asked and 11 not in asked and 12 in asked and asked[-1] == 13
+    assert "judging them from the whole window for 3 cycles, then rebuilding it" in logged[0]
