@@ -46,7 +46,7 @@ from spark.newest import at_times, reads_newest_only
 from spark.newest_state import NewestTimes, Wanted, collect_parts
 from spark.render import to_finding
 from spark.stall_runs import StallRuns, keeps_runs
-from spark.store_reader import partition_paths, read_window, window_rows
+from spark.store_reader import partition_paths, read_window, rows_at, window_rows
 from spark.views import VIEW_DEFS, compute_view
 
 log = logging.getLogger(__name__)
@@ -99,6 +99,8 @@ class Evaluator:
         self._sets = ChurnSets(spark, store_root)
         # Cycles left before the runs and sets are rebuilt after they failed to update.
         self._paused = 0
+        # Tables whose window this cycle is read as one partition.
+        self._single: set[str] = set()
 
     def plan(self, rules: Sequence[RuleBase], now: datetime, stale_after: timedelta) -> DataFrame | None:
         """The union of every rule's output for `now`, or None when no rule has data to read."""
@@ -120,7 +122,7 @@ class Evaluator:
         for name, table_rules in live.items():
             newest = [r for r in table_rules if name in times and reads_newest_only(r)]
             if newest or any(r in runs for r in table_rules):
-                at_newest = self._frame(name, at_times(windows, self._sources(name), times[name]))
+                at_newest = self._frame(name, self._at_newest(name, windows, times[name]))
                 outputs.extend(self._plan_table(newest, at_newest, now, stale_after, False))
                 outputs.extend(self._plan_runs([r for r in runs if r in table_rules], at_newest, now, stale_after))
             counted = self._plan_sets([r for r in sets if r in table_rules], now, stale_after, outputs)
@@ -152,6 +154,17 @@ class Evaluator:
     @staticmethod
     def _frame(name: str, windows: Mapping[str, DataFrame]) -> DataFrame:
         return compute_view(name, windows) if name in VIEW_DEFS else windows[name]
+
+    def _at_newest(self, name: str, windows: Mapping[str, DataFrame], times: Sequence[datetime]) -> dict[str, DataFrame]:
+        """The source windows of `name` cut down to `times`; one partition each when that holds at most
+        one_partition_max_rows rows (at 160k queue series one cycle of a table is 160k rows, its
+        window 3-5M): the rules judging newest samples then run without a shuffle."""
+        frames = at_times(windows, self._sources(name), times)
+        for source, frame in frames.items():
+            if source not in self._single and 0 < rows_at(self.store_root, TABLES[source], times) \
+                    <= self.one_partition_max_rows:
+                frames[source] = frame.coalesce(1)
+        return frames
 
     def _plan_table(self, table_rules: Sequence[RuleBase], frame: DataFrame, now: datetime,
                     stale_after: timedelta, newest_known: bool) -> list[DataFrame]:
@@ -287,6 +300,7 @@ class Evaluator:
                 starts[source] = min(start, starts.get(source, start))
         windows: dict[str, DataFrame] = {}
         present: set[str] = set()
+        self._single = set()
         for name, start in starts.items():
             table = TABLES[name]
             if partition_paths(self.store_root, table, start, now):
@@ -297,6 +311,8 @@ class Evaluator:
             small = (self.one_partition_max_rows > 0
                      and window_rows(self.store_root, table, start, now) <= self.one_partition_max_rows)
             windows[name] = read_window(self.spark, self.store_root, table, start, now, one_partition=small)
+            if small:
+                self._single.add(name)
         return windows, present
 
     def evaluate(self, rules: Sequence[RuleBase], now: datetime, stale_after: timedelta) -> list[Finding]:

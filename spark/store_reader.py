@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -94,6 +95,20 @@ def window_rows(root: str | Path, table: Table, start: datetime, end: datetime) 
             total += file_facts(path).rows
         except (OSError, pa.ArrowInvalid):
             continue  # a file being replaced by compaction: the count is only a size hint
+    return total
+
+
+def rows_at(root: str | Path, table: Table, times: Sequence[datetime]) -> int:
+    """Rows of the files of `table` whose ts range holds one of `times` (from footers): what a read
+    of those times scans at most (a file without statistics counts whole)."""
+    total = 0
+    for path in {p for moment in times for p in window_files(root, table, moment, moment)}:
+        try:
+            facts = file_facts(path)
+        except (OSError, pa.ArrowInvalid):
+            continue  # a file being replaced by compaction: the count is only a size hint
+        if facts.low is None or facts.high is None or any(facts.low <= _utc(t) <= facts.high for t in times):
+            total += facts.rows
     return total
 
 

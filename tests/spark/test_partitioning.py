@@ -52,3 +52,21 @@ def test_one_partition_and_many_find_the_same(spark, write, tmp_path):
     small = found()
     assert small == found(one_partition_max_rows=0)
     assert {rule for rule, *_ in small} == {"Lagging", "GroupLagging", "Stalled"}
+
+
+def test_the_newest_samples_of_a_big_window_are_read_as_one_partition(spark, write, tmp_path):
+    # Twelve rows in the window, two at the newest time: a window over the limit whose newest
+    # cycle is under it (160k queue series: 3-5M rows a window, 160k a cycle).
+    rules = [r for r in _store_and_rules(write, tmp_path) if r.alert == "Lagging"]
+    root = tmp_path / "store"
+    options = {"prune_min_rows": 0, "one_partition_max_rows": 5}
+    assert "Exchange hashpartitioning" not in _physical(spark, root, rules, **options)
+    assert "Exchange hashpartitioning" in _physical(spark, root, rules, prune_min_rows=0, one_partition_max_rows=1)
+
+    def found(**options):
+        return sorted((f.rule, sorted(f.labels.items()), f.severity, f.value)
+                      for f in Evaluator(spark, root, **options).evaluate(rules, NOW, STALE))
+
+    lagging = found(**options)
+    assert lagging == found(prune_min_rows=0, one_partition_max_rows=0)
+    assert [dict(labels)["group"] for _, labels, *_ in lagging] == ["stuck"]
