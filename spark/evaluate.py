@@ -39,7 +39,7 @@ from rules.tables import TABLES
 from spark.churn_sets import ChurnSets, SplitSample, keeps_sets
 from spark.kinds import KINDS
 from spark.kinds.churn import plan_churn_from_sets
-from spark.kinds.common import OUTPUT_COLUMNS, lookback
+from spark.kinds.common import OUTPUT_COLUMNS, lookback, one_row_per_series
 from spark.kinds.fused import fusable, plan_fused
 from spark.kinds.stall import plan_stall, plan_stall_from_runs
 from spark.newest import at_times, reads_newest_only
@@ -123,6 +123,8 @@ class Evaluator:
             newest = [r for r in table_rules if name in times and reads_newest_only(r)]
             if newest or any(r in runs for r in table_rules):
                 at_newest = self._frame(name, self._at_newest(name, windows, times[name]))
+                if self._one_row_each(name, times[name]):
+                    at_newest = one_row_per_series(at_newest)
                 outputs.extend(self._plan_table(newest, at_newest, now, stale_after, False))
                 outputs.extend(self._plan_runs([r for r in runs if r in table_rules], at_newest, now, stale_after))
             counted = self._plan_sets([r for r in sets if r in table_rules], now, stale_after, outputs)
@@ -165,6 +167,14 @@ class Evaluator:
                     <= self.one_partition_max_rows:
                 frames[source] = frame.coalesce(1)
         return frames
+
+    def _one_row_each(self, name: str, times: Sequence[datetime]) -> bool:
+        """Whether the table `name` holds exactly one row per series at `times`: every series has a row
+        there (its newest), so as many rows in the files holding them as series means one each. A row
+        written twice, a series with rows at two of the times, or a file holding other times too makes
+        the counts differ: the plans then keep each series' newest row."""
+        return (name in TABLES
+                and rows_at(self.store_root, TABLES[name], times) == self._newest.series(name))
 
     def _plan_table(self, table_rules: Sequence[RuleBase], frame: DataFrame, now: datetime,
                     stale_after: timedelta, newest_known: bool) -> list[DataFrame]:

@@ -132,6 +132,11 @@ class NewestTimes:
             out[want.name] = sorted(v for v in pc.unique(kept.newest["ts"]).to_pylist() if v is not None)
         return out
 
+    def series(self, name: str) -> int:
+        """How many series of `name` are kept: those with a sample in its lookback at the last times() call."""
+        kept = self._kept.get(name)
+        return 0 if kept is None or kept.newest is None else kept.newest.num_rows
+
     def quiet(self, name: str, start: datetime, since: datetime) -> pa.Table:
         """Series of `name` (as _h1, _h2) whose newest sample is in [start, since), as of the last
         times() call, which must have asked for `name` from `start` or earlier."""

@@ -57,7 +57,7 @@ def test_one_partition_and_many_find_the_same(spark, write, tmp_path):
 def test_the_newest_samples_of_a_big_window_are_read_as_one_partition(spark, write, tmp_path):
     # Twelve rows in the window, two at the newest time: a window over the limit whose newest
     # cycle is under it (160k queue series: 3-5M rows a window, 160k a cycle).
-    rules = [r for r in _store_and_rules(write, tmp_path) if r.alert == "Lagging"]
+    rules = [r for r in _store_and_rules(write, tmp_path) if r.alert in ("Lagging", "GroupLagging")]
     root = tmp_path / "store"
     options = {"prune_min_rows": 0, "one_partition_max_rows": 5}
     assert "Exchange hashpartitioning" not in _physical(spark, root, rules, **options)
@@ -69,4 +69,5 @@ def test_the_newest_samples_of_a_big_window_are_read_as_one_partition(spark, wri
 
     lagging = found(**options)
     assert lagging == found(prune_min_rows=0, one_partition_max_rows=0)
-    assert [dict(labels)["group"] for _, labels, *_ in lagging] == ["stuck"]
+    assert [(rule, dict(labels)["group"]) for rule, labels, *_ in lagging] == [("GroupLagging", "stuck"),
+                                                                              ("Lagging", "stuck")]
