@@ -54,12 +54,13 @@ from spark.stall_summaries import (
     empty_state,
     empty_times,
     merge,
+    one_per_series,
     pick,
     run_times,
     summarise,
     summarise_one,
 )
-from spark.store_reader import file_facts, window_files, with_derived
+from spark.store_reader import file_facts, one_cycle, window_files, with_derived
 
 log = logging.getLogger(__name__)
 
@@ -112,7 +113,7 @@ class StallRuns:
         # Runs of rules no longer judged from runs (removed on reload, store shrunk) are dropped.
         current = {rule.alert for rule, _ in rules}
         self._runs = {alert: runs for alert, runs in self._runs.items() if alert in current}
-        plans: list[tuple[StallRule, datetime, list[str], bool]] = []
+        plans: list[tuple[StallRule, datetime, list[str], bool, bool]] = []
         parts: list[DataFrame] = []
         for index, (rule, stale) in enumerate(rules):
             start = now - rule.window() - stale
@@ -123,7 +124,7 @@ class StallRuns:
             if rebuild and kept is not None:
                 log.info("stall rule %s: %s; reading its whole window again", rule.alert, reason)
             paths = listed if rebuild or kept is None else [f for f in listed if f not in kept.done]
-            plans.append((rule, start, paths, rebuild))
+            one = False
             if paths:
                 if rebuild or kept is None:
                     rows = self._read(rule, paths).where((F.col("ts") >= F.lit(start)) & (F.col("ts") <= F.lit(now)))
@@ -131,18 +132,19 @@ class StallRuns:
                 else:
                     rows = self._new_rows(rule, kept, paths, now)
                     # The usual update: one new collection cycle, every row stamped with one ts.
-                    bounds = {(facts.low, facts.high) for facts in map(file_facts, paths)}
-                    low, high = next(iter(bounds))
-                    one = len(bounds) == 1 and low is not None and low == high
+                    one = one_cycle(paths)
                     summary = (summarise_one if one else summarise)(rule, rows, now)
                 parts.append(summary.withColumn("_rule", F.lit(index)))
+            plans.append((rule, start, paths, rebuild, one))
 
         def finish(found: pa.Table | None) -> list[str]:
             ours = found is not None and "_rule" in found.column_names
             current: list[str] = []
-            for index, (rule, start, paths, rebuild) in enumerate(plans):
+            for index, (rule, start, paths, rebuild, one) in enumerate(plans):
                 mine = found.filter(pc.fill_null(pc.equal(found["_rule"], index), False)) if ours else None
                 try:
+                    if one and mine is not None and not one_per_series(mine):
+                        raise OutOfOrder("a series has two rows at one sample time (a cycle written twice)")
                     self._apply(rule, start, paths, rebuild, mine, now)
                     current.append(rule.alert)
                 except OutOfOrder as exc:

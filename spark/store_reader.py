@@ -87,6 +87,14 @@ def _read_facts(path: str) -> FileFacts:
     return FileFacts(meta.num_rows, low, high)
 
 
+def one_cycle(paths: Sequence[str | Path]) -> bool:
+    """True when every file of `paths` holds rows of one and the same ts (from footers): one
+    collection cycle, which stamps everything it writes with its ts."""
+    bounds = {(facts.low, facts.high) for facts in map(file_facts, paths)}
+    low, high = next(iter(bounds))
+    return len(bounds) == 1 and low is not None and low == high
+
+
 def window_rows(root: str | Path, table: Table, start: datetime, end: datetime) -> int:
     """Rows in the Parquet files of `table`'s partitions overlapping [start, end], from their footers."""
     total = 0
