@@ -4,7 +4,7 @@ from datetime import timedelta
 
 import pyarrow as pa
 
-from spark.stall_summaries import TS, merge
+from spark.stall_summaries import TS, merge, one_per_series
 from tests.spark.kind_samples import NOW
 
 T0, T1, T2 = NOW - timedelta(seconds=60), NOW - timedelta(seconds=30), NOW
@@ -52,3 +52,9 @@ def test_two_series_sharing_the_first_hash_are_kept_apart():
     # Only B is new, and A's run went on: the same without the collision's second series in old.
     merged, _ = merge(_state([(7, 1, 10, T0, T1)]), _summary([(7, 2, 20)]))
     assert _runs(merged) == {(7, 1): (10, T0, T1), (7, 2): (20, T2, T2)}
+
+
+def test_a_series_with_two_rows_in_one_cycle_is_told_apart_from_two_series_sharing_a_hash():
+    assert one_per_series(_summary([(1, 1, 10), (2, 2, 10), (3, 3, 10)]))
+    assert one_per_series(_summary([(7, 1, 10), (7, 2, 10)]))  # two series, one _h1
+    assert not one_per_series(_summary([(1, 1, 10), (2, 2, 10), (1, 1, 10)]))  # a row written twice
