@@ -24,7 +24,7 @@ from __future__ import annotations
 import logging
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from functools import reduce
 from pathlib import Path
 from typing import TypeGuard
@@ -37,6 +37,7 @@ from rules.kinds.churn import ChurnRule
 from rules.kinds.stall import StallRule
 from rules.tables import TABLES
 from spark.churn_sets import ChurnSets, SplitSample, keeps_sets
+from spark.codegen import WHOLE_STAGE_MIN_ROWS, whole_stage_for
 from spark.kinds import KINDS
 from spark.kinds.churn import plan_churn_from_sets
 from spark.kinds.common import OUTPUT_COLUMNS, lookback, one_row_per_series
@@ -46,7 +47,7 @@ from spark.newest import at_times, reads_newest_only
 from spark.newest_state import NewestTimes, Wanted, collect_parts
 from spark.render import to_finding
 from spark.stall_runs import StallRuns, keeps_runs
-from spark.store_reader import partition_paths, read_window, rows_at, window_rows
+from spark.store_reader import as_utc, partition_paths, read_window, rows_at, window_rows
 from spark.views import VIEW_DEFS, compute_view
 
 log = logging.getLogger(__name__)
@@ -83,7 +84,8 @@ class Evaluator:
     """Reads each table's window once, plans every rule on it, collects all findings at once."""
 
     def __init__(self, spark: SparkSession, store_root: str | Path, prune_min_rows: int | None = PRUNE_MIN_ROWS,
-                 one_partition_max_rows: int = ONE_PARTITION_MAX_ROWS, stall_runs: bool = True) -> None:
+                 one_partition_max_rows: int = ONE_PARTITION_MAX_ROWS, stall_runs: bool = True,
+                 whole_stage_min_rows: int | None = WHOLE_STAGE_MIN_ROWS) -> None:
         self.spark = spark
         self.store_root = Path(store_root)
         # Newest-sample pruning (spark/newest.py) for tables whose window holds at least this many
@@ -101,10 +103,13 @@ class Evaluator:
         self._paused = 0
         # Tables whose window this cycle is read as one partition.
         self._single: set[str] = set()
+        # Operators are compiled from this many rows in the largest window (spark/codegen.py); None
+        # leaves the session's setting alone.
+        self.whole_stage_min_rows = whole_stage_min_rows
 
     def plan(self, rules: Sequence[RuleBase], now: datetime, stale_after: timedelta) -> DataFrame | None:
         """The union of every rule's output for `now`, or None when no rule has data to read."""
-        now = now.replace(tzinfo=UTC) if now.tzinfo is None else now.astimezone(UTC)
+        now = as_utc(now)
         by_table: dict[str, list[RuleBase]] = defaultdict(list)
         for rule in rules:
             by_table[rule.table].append(rule)
@@ -231,13 +236,13 @@ class Evaluator:
             self._paused -= 1
             chosen, churn = [], []
         newest_parts, newest_finish = self._newest.prepare(wanted, now) if wanted else ([], lambda _: {})
+        # Two jobs: in one, every newest-times row (one per series and table) also carried the
+        # runs' dozen columns as nulls, 8 bytes each in Arrow; the first evaluation at 1.6M series
+        # then collected 1.1 GiB, past spark.driver.maxResultSize.
         try:
             runs_parts, runs_finish = self._runs.prepare([(r, r.stale_after or stale_after) for r in chosen], now)
             self._sets.catch_up(churn, now)
             sets_parts, sets_finish = self._sets.prepare(churn, now)
-            # Two jobs: in one, every newest-times row (one per series and table) also carried the
-            # runs' dozen columns as nulls, 8 bytes each in Arrow; the first evaluation at 1.6M
-            # series then collected 1.1 GiB, past spark.driver.maxResultSize.
             found = collect_parts(runs_parts + sets_parts)
             current = set(runs_finish(found)) | set(sets_finish(found))
             return (newest_finish(collect_parts(newest_parts)), [r for r in chosen if r.alert in current],
@@ -299,15 +304,8 @@ class Evaluator:
 
         Returns the windows by table name and the names of the tables that have samples in them.
         """
-        starts: dict[str, datetime] = {}
-        view_sources: set[str] = set()
-        for name, table_rules in by_table.items():
-            start = now - max(needed(r, r.stale_after or stale_after) for r in table_rules)
-            sources = VIEW_DEFS[name].sources if name in VIEW_DEFS else (name,)
-            if name in VIEW_DEFS:
-                view_sources.update(sources)
-            for source in sources:
-                starts[source] = min(start, starts.get(source, start))
+        starts = self._starts(by_table, now, stale_after)
+        view_sources = {source for name in by_table if name in VIEW_DEFS for source in VIEW_DEFS[name].sources}
         windows: dict[str, DataFrame] = {}
         present: set[str] = set()
         self._single = set()
@@ -325,14 +323,36 @@ class Evaluator:
                 self._single.add(name)
         return windows, present
 
+    def _starts(self, by_table: Mapping[str, Sequence[RuleBase]], now: datetime,
+                stale_after: timedelta) -> dict[str, datetime]:
+        """Where each stored table's window starts: the earliest any rule (or view) reading it needs."""
+        starts: dict[str, datetime] = {}
+        for name, table_rules in by_table.items():
+            start = now - max(needed(r, r.stale_after or stale_after) for r in table_rules)
+            for source in self._sources(name):
+                starts[source] = min(start, starts.get(source, start))
+        return starts
+
+    def _largest_window(self, rules: Sequence[RuleBase], now: datetime, stale_after: timedelta) -> int:
+        """Rows in the largest table window `rules` read at `now` (from Parquet footers)."""
+        by_table: dict[str, list[RuleBase]] = defaultdict(list)
+        for rule in rules:
+            by_table[rule.table].append(rule)
+        starts = self._starts(by_table, now, stale_after)
+        return max((window_rows(self.store_root, TABLES[name], start, now) for name, start in starts.items()),
+                   default=0)
+
     def evaluate(self, rules: Sequence[RuleBase], now: datetime, stale_after: timedelta) -> list[Finding]:
         """Findings of `rules` at `now`; series older than `stale_after` (unless a rule sets its own) are no_data."""
-        plan = self.plan(rules, now, stale_after)
-        if plan is None:
-            return []
+        now = as_utc(now)
+        rows_read = self._largest_window(rules, now, stale_after) if self.whole_stage_min_rows is not None else 0
+        with whole_stage_for(self.spark, rows_read, self.whole_stage_min_rows):
+            plan = self.plan(rules, now, stale_after)
+            if plan is None:
+                return []
+            # One collect per cycle: every Spark job costs ~0.3 s whatever its size (DESIGN §10).
+            rows = plan.collect()
         by_name = {r.alert: r for r in rules}
-        # One collect per cycle: every Spark job costs ~0.3 s whatever its size (DESIGN §10).
-        rows = plan.collect()
         findings = [to_finding(by_name[row["rule"]], row.asDict()) for row in rows]
         findings.sort(key=lambda f: (f.rule, sorted(f.labels.items())))
         return findings

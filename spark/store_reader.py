@@ -18,15 +18,16 @@ from spark.expressions import compile_expression
 from spark.schema import stored_schema
 
 
-def _utc(moment: datetime) -> datetime:
+def as_utc(moment: datetime) -> datetime:
+    """`moment` in UTC; a naive datetime is taken to be UTC already."""
     return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
 
 
 def partition_paths(root: str | Path, table: Table, start: datetime, end: datetime) -> list[str]:
     """Existing `date=/hour=` directories of `table` overlapping [start, end] that hold Parquet files."""
     base = Path(root) / table.name
-    hour = _utc(start).replace(minute=0, second=0, microsecond=0)
-    last = _utc(end)
+    hour = as_utc(start).replace(minute=0, second=0, microsecond=0)
+    last = as_utc(end)
     paths: list[str] = []
     # Walking the hours of the window touches only the directories it needs; listing the whole
     # table would cost a stat per hour of retention on every cycle.
@@ -115,7 +116,7 @@ def rows_at(root: str | Path, table: Table, times: Sequence[datetime]) -> int:
             facts = file_facts(path)
         except (OSError, pa.ArrowInvalid):
             continue  # a file being replaced by compaction: the count is only a size hint
-        if facts.low is None or facts.high is None or any(facts.low <= _utc(t) <= facts.high for t in times):
+        if facts.low is None or facts.high is None or any(facts.low <= as_utc(t) <= facts.high for t in times):
             total += facts.rows
     return total
 
@@ -142,7 +143,7 @@ def read_window(spark: SparkSession, root: str | Path, table: Table, start: date
         df = spark.read.schema(schema).parquet(*paths)
         if df.columns != schema.fieldNames():
             df = df.select(*schema.fieldNames())
-        df = df.where((F.col("ts") >= F.lit(_utc(start))) & (F.col("ts") <= F.lit(_utc(end))))
+        df = df.where((F.col("ts") >= F.lit(as_utc(start))) & (F.col("ts") <= F.lit(as_utc(end))))
     else:
         df = spark.createDataFrame([], schema)
     if one_partition:

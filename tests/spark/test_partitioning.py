@@ -1,8 +1,10 @@
-"""How the evaluator lays out a table's window: one partition without shuffles when it is small."""
+"""How the evaluator lays out a table's window: one partition without shuffles when it is small, and
+operators interpreted rather than compiled."""
 
 from pathlib import Path
 
 from rules.loader import load_rule_files
+from spark.codegen import WHOLE_STAGE
 from spark.evaluate import Evaluator
 from tests.spark.kind_samples import NOW, STALE, at, cq_row, rule_yaml
 
@@ -71,3 +73,34 @@ def test_the_newest_samples_of_a_big_window_are_read_as_one_partition(spark, wri
     assert lagging == found(prune_min_rows=0, one_partition_max_rows=0)
     assert [(rule, dict(labels)["group"]) for rule, labels, *_ in lagging] == [("GroupLagging", "stuck"),
                                                                               ("Lagging", "stuck")]
+
+
+class _NotingCodegen(Evaluator):
+    """An evaluator that notes the session's whole-stage codegen setting each time it plans."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.compiled: list[str] = []
+
+    def plan(self, *args, **kwargs):
+        self.compiled.append(self.spark.conf.get(WHOLE_STAGE))
+        return super().plan(*args, **kwargs)
+
+
+def test_small_windows_are_interpreted_big_ones_compiled_and_the_session_setting_is_kept(spark, write, tmp_path):
+    rules = _store_and_rules(write, tmp_path)
+    root = tmp_path / "store"
+    small, big = _NotingCodegen(spark, root), _NotingCodegen(spark, root, whole_stage_min_rows=12)
+    found = {}
+    try:
+        for evaluator, session_setting in ((small, "true"), (big, "false")):
+            spark.conf.set(WHOLE_STAGE, session_setting)
+            found[evaluator] = sorted((f.rule, sorted(f.labels.items()), f.severity, f.value)
+                                      for f in evaluator.evaluate(rules, NOW, STALE))
+            assert spark.conf.get(WHOLE_STAGE) == session_setting
+    finally:
+        spark.conf.unset(WHOLE_STAGE)
+    # Twelve rows in the consumer_queue window: under the default threshold, at big's.
+    assert small.compiled == ["false"] and big.compiled == ["true"]
+    assert found[small] == found[big]
+    assert {rule for rule, *_ in found[small]} == {"Lagging", "GroupLagging", "Stalled"}
