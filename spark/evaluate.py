@@ -25,7 +25,7 @@ import logging
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
-from functools import reduce
+from functools import partial, reduce
 from pathlib import Path
 from typing import TypeGuard
 
@@ -35,7 +35,7 @@ from rules.findings import Finding
 from rules.kinds.base import RuleBase
 from rules.kinds.churn import ChurnRule
 from rules.kinds.stall import StallRule
-from rules.tables import TABLES
+from rules.tables import TABLES, Table
 from spark.churn_sets import ChurnSets, SplitSample, keeps_sets
 from spark.codegen import WHOLE_STAGE_MIN_ROWS, whole_stage_for
 from spark.kinds import KINDS
@@ -43,11 +43,12 @@ from spark.kinds.churn import plan_churn_from_sets
 from spark.kinds.common import OUTPUT_COLUMNS, lookback, one_row_per_series
 from spark.kinds.fused import fusable, plan_fused
 from spark.kinds.stall import plan_stall, plan_stall_from_runs
-from spark.newest import at_times, reads_newest_only
+from spark.lazy_frames import OnFirstUse
+from spark.newest import reads_newest_only
 from spark.newest_state import NewestTimes, Wanted, collect_parts
 from spark.render import to_finding
 from spark.stall_runs import StallRuns, keeps_runs
-from spark.store_reader import as_utc, partition_paths, read_window, rows_at, window_rows
+from spark.store_reader import as_utc, partition_paths, read_at, read_window, rows_at, window_rows
 from spark.views import VIEW_DEFS, compute_view
 
 log = logging.getLogger(__name__)
@@ -101,8 +102,6 @@ class Evaluator:
         self._sets = ChurnSets(spark, store_root)
         # Cycles left before the runs and sets are rebuilt after they failed to update.
         self._paused = 0
-        # Tables whose window this cycle is read as one partition.
-        self._single: set[str] = set()
         # Operators are compiled from this many rows in the largest window (spark/codegen.py); None
         # leaves the session's setting alone.
         self.whole_stage_min_rows = whole_stage_min_rows
@@ -163,14 +162,16 @@ class Evaluator:
         return compute_view(name, windows) if name in VIEW_DEFS else windows[name]
 
     def _at_newest(self, name: str, windows: Mapping[str, DataFrame], times: Sequence[datetime]) -> dict[str, DataFrame]:
-        """The source windows of `name` cut down to `times`; one partition each when that holds at most
-        one_partition_max_rows rows (at 160k queue series one cycle of a table is 160k rows, its
-        window 3-5M): the rules judging newest samples then run without a shuffle."""
-        frames = at_times(windows, self._sources(name), times)
-        for source, frame in frames.items():
-            if source not in self._single and 0 < rows_at(self.store_root, TABLES[source], times) \
-                    <= self.one_partition_max_rows:
-                frames[source] = frame.coalesce(1)
+        """The source windows of `name` cut down to `times`, read from the files holding those times
+        only; one partition each when that is at most one_partition_max_rows rows (at 160k queue
+        series one cycle of a table is 160k rows, its window 3-5M): the rules judging newest samples
+        then run without a shuffle."""
+        frames = {}
+        for source in self._sources(name):
+            if source in windows:
+                rows = rows_at(self.store_root, TABLES[source], times)
+                frames[source] = read_at(self.spark, self.store_root, TABLES[source], times,
+                                         one_partition=0 < rows <= self.one_partition_max_rows)
         return frames
 
     def _one_row_each(self, name: str, times: Sequence[datetime]) -> bool:
@@ -299,16 +300,16 @@ class Evaluator:
         return self.spark.createDataFrame(table if table.num_rows else [], _HASHES)
 
     def _windows(self, by_table: dict[str, list[RuleBase]], now: datetime,
-                 stale_after: timedelta) -> tuple[dict[str, DataFrame], set[str]]:
+                 stale_after: timedelta) -> tuple[Mapping[str, DataFrame], set[str]]:
         """Each table read once, over the longest window any rule (or view) reading it needs.
 
-        Returns the windows by table name and the names of the tables that have samples in them.
+        Returns the windows by table name, each read when first used (a table whose rules all read
+        its newest times only needs none), and the names of the tables that have samples in them.
         """
         starts = self._starts(by_table, now, stale_after)
         view_sources = {source for name in by_table if name in VIEW_DEFS for source in VIEW_DEFS[name].sources}
-        windows: dict[str, DataFrame] = {}
+        windows = OnFirstUse()
         present: set[str] = set()
-        self._single = set()
         for name, start in starts.items():
             table = TABLES[name]
             if partition_paths(self.store_root, table, start, now):
@@ -316,12 +317,13 @@ class Evaluator:
             elif name not in view_sources:
                 continue
             # A view's optional source with no files still needs a typed (empty) frame to join.
-            small = (self.one_partition_max_rows > 0
-                     and window_rows(self.store_root, table, start, now) <= self.one_partition_max_rows)
-            windows[name] = read_window(self.spark, self.store_root, table, start, now, one_partition=small)
-            if small:
-                self._single.add(name)
+            windows.add(name, partial(self._read_window, table, start, now))
         return windows, present
+
+    def _read_window(self, table: Table, start: datetime, now: datetime) -> DataFrame:
+        small = (self.one_partition_max_rows > 0
+                 and window_rows(self.store_root, table, start, now) <= self.one_partition_max_rows)
+        return read_window(self.spark, self.store_root, table, start, now, one_partition=small)
 
     def _starts(self, by_table: Mapping[str, Sequence[RuleBase]], now: datetime,
                 stale_after: timedelta) -> dict[str, datetime]:

@@ -5,7 +5,7 @@ minutes: twenty 30 s cycles), yet finding that sample meant sorting the whole lo
 of the table, and building each view at every cycle of it. The sample times that are some
 series' newest (usually just the last cycle, plus a few stale ones) are known beforehand
 (spark/newest_state.py); the rules then read the table, or build the view, at those times only,
-and Parquet skips every file of the other cycles by its ts statistics.
+from the files holding them (spark/store_reader.read_at).
 
 Why the result is unchanged: each series' newest time T is in the set, and no row of that series
 in the set is newer than T, so the newest row among the kept rows is the newest row of the
@@ -15,12 +15,6 @@ that make its rows (`ViewDef.rows`), so they are in the set too.
 """
 
 from __future__ import annotations
-
-from collections.abc import Mapping, Sequence
-from datetime import datetime
-
-from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
 
 from rules.kinds.base import RuleBase
 
@@ -32,10 +26,3 @@ def reads_newest_only(rule: RuleBase) -> bool:
     """True when the rule's plan reads only each series' newest sample (threshold, peer)."""
     return rule.kind in NEWEST_ONLY_KINDS
 
-
-def at_times(windows: Mapping[str, DataFrame], sources: Sequence[str], times: Sequence[datetime]) -> dict[str, DataFrame]:
-    """The source windows cut down to the rows sampled at `times` (none when `times` is empty)."""
-    # A literal IN list, not a join: Parquet compares it with each file's ts statistics and skips
-    # the files of every other cycle without reading them.
-    keep = F.col("ts").isin(list(times)) if times else F.lit(False)
-    return {name: windows[name].where(keep) for name in sources if name in windows}

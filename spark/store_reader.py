@@ -1,15 +1,15 @@
-"""Read one table's samples over a time window from the local Parquet store, reading only its partitions."""
+"""Read one table's samples over a time window from the Parquet store, opening only the files holding them."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from rules.expressions import parse
@@ -96,29 +96,48 @@ def one_cycle(paths: Sequence[str | Path]) -> bool:
     return len(bounds) == 1 and low is not None and low == high
 
 
+def overlapping_files(root: str | Path, table: Table, start: datetime, end: datetime) -> list[Path]:
+    """The files of `table` whose rows' ts range (from footers) meets [start, end]; a file without
+    statistics counts. The hour being written holds up to 120 cycles, of which a 15-minute window
+    needs 31: Spark would open every other file's footer too, in every task reading the window."""
+    return [path for path, _ in _overlapping(root, table, start, end)]
+
+
+def files_at(root: str | Path, table: Table, times: Sequence[datetime]) -> list[Path]:
+    """The files of `table` whose rows' ts range holds one of `times` (a file without statistics counts)."""
+    return [path for path, _ in _holding(root, table, times)]
+
+
 def window_rows(root: str | Path, table: Table, start: datetime, end: datetime) -> int:
-    """Rows in the Parquet files of `table`'s partitions overlapping [start, end], from their footers."""
-    total = 0
-    for path in window_files(root, table, start, end):
-        try:
-            total += file_facts(path).rows
-        except (OSError, pa.ArrowInvalid):
-            continue  # a file being replaced by compaction: the count is only a size hint
-    return total
+    """Rows in the Parquet files of `table` holding rows in [start, end], from their footers."""
+    return sum(facts.rows for _, facts in _overlapping(root, table, start, end))
 
 
 def rows_at(root: str | Path, table: Table, times: Sequence[datetime]) -> int:
     """Rows of the files of `table` whose ts range holds one of `times` (from footers): what a read
     of those times scans at most (a file without statistics counts whole)."""
-    total = 0
-    for path in {p for moment in times for p in window_files(root, table, moment, moment)}:
+    return sum(facts.rows for _, facts in _holding(root, table, times))
+
+
+def _overlapping(root: str | Path, table: Table, start: datetime, end: datetime) -> list[tuple[Path, FileFacts]]:
+    low, high = as_utc(start), as_utc(end)
+    return [(path, facts) for path, facts in _with_facts(window_files(root, table, start, end))
+            if facts.low is None or facts.high is None or (facts.low <= high and facts.high >= low)]
+
+
+def _holding(root: str | Path, table: Table, times: Sequence[datetime]) -> list[tuple[Path, FileFacts]]:
+    moments = [as_utc(t) for t in times]
+    candidates = sorted({p for moment in moments for p in window_files(root, table, moment, moment)})
+    return [(path, facts) for path, facts in _with_facts(candidates)
+            if facts.low is None or facts.high is None or any(facts.low <= t <= facts.high for t in moments)]
+
+
+def _with_facts(paths: Iterable[Path]) -> Iterator[tuple[Path, FileFacts]]:
+    for path in paths:
         try:
-            facts = file_facts(path)
+            yield path, file_facts(path)
         except (OSError, pa.ArrowInvalid):
-            continue  # a file being replaced by compaction: the count is only a size hint
-        if facts.low is None or facts.high is None or any(facts.low <= as_utc(t) <= facts.high for t in times):
-            total += facts.rows
-    return total
+            continue  # gone, or being replaced by compaction: its rows are in the new file
 
 
 def with_derived(df: DataFrame, table: Table) -> DataFrame:
@@ -134,16 +153,28 @@ def read_window(spark: SparkSession, root: str | Path, table: Table, start: date
     `one_partition` reads them as a single partition: every aggregate, window and join above it then
     runs in the same task, without a shuffle (spark/evaluate.py decides when that pays).
     """
+    keep = (F.col("ts") >= F.lit(as_utc(start))) & (F.col("ts") <= F.lit(as_utc(end)))
+    return _read(spark, table, overlapping_files(root, table, start, end), keep, one_partition)
+
+
+def read_at(spark: SparkSession, root: str | Path, table: Table, times: Sequence[datetime],
+            one_partition: bool = False) -> DataFrame:
+    """Samples of `table` taken at one of `times`, read from the files holding them only."""
+    # A literal IN list, not a join: a file holding other cycles too is cut down by its statistics.
+    keep = F.col("ts").isin([as_utc(t) for t in times]) if times else F.lit(False)
+    return _read(spark, table, files_at(root, table, times) if times else [], keep, one_partition)
+
+
+def _read(spark: SparkSession, table: Table, paths: Sequence[Path], keep: Column, one_partition: bool) -> DataFrame:
     schema = stored_schema(table)
-    paths = partition_paths(root, table, start, end)
     if paths:
-        # Leaf directories are passed without basePath, so Spark adds no date/hour partition columns;
-        # the select would keep exactly the catalog's columns even so (a select costs ~4 JVM round
-        # trips per column, reading the schema 2).
-        df = spark.read.schema(schema).parquet(*paths)
+        # Files are passed by path, so Spark adds no date/hour partition columns; the select would
+        # keep exactly the catalog's columns even so (a select costs ~4 JVM round trips per column,
+        # reading the schema 2).
+        df = spark.read.schema(schema).parquet(*(str(p) for p in paths))
         if df.columns != schema.fieldNames():
             df = df.select(*schema.fieldNames())
-        df = df.where((F.col("ts") >= F.lit(as_utc(start))) & (F.col("ts") <= F.lit(as_utc(end))))
+        df = df.where(keep)
     else:
         df = spark.createDataFrame([], schema)
     if one_partition:
