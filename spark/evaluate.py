@@ -109,6 +109,8 @@ class Evaluator:
     def plan(self, rules: Sequence[RuleBase], now: datetime, stale_after: timedelta) -> DataFrame | None:
         """The union of every rule's output for `now`, or None when no rule has data to read."""
         now = as_utc(now)
+        # This cycle's reads of tables at their newest times, shared by the table's rules and views.
+        self._read_at: dict[tuple[str, tuple[datetime, ...]], DataFrame] = {}
         by_table: dict[str, list[RuleBase]] = defaultdict(list)
         for rule in rules:
             by_table[rule.table].append(rule)
@@ -169,9 +171,12 @@ class Evaluator:
         frames = {}
         for source in self._sources(name):
             if source in windows:
-                rows = rows_at(self.store_root, TABLES[source], times)
-                frames[source] = read_at(self.spark, self.store_root, TABLES[source], times,
-                                         one_partition=0 < rows <= self.one_partition_max_rows)
+                key = (source, tuple(sorted(times)))
+                if key not in self._read_at:
+                    rows = rows_at(self.store_root, TABLES[source], times)
+                    self._read_at[key] = read_at(self.spark, self.store_root, TABLES[source], times,
+                                                 one_partition=0 < rows <= self.one_partition_max_rows)
+                frames[source] = self._read_at[key]
         return frames
 
     def _one_row_each(self, name: str, times: Sequence[datetime]) -> bool:

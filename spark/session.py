@@ -36,6 +36,9 @@ DEFAULTS: dict[str, str] = {
     # A union of single-partition branches (spark/evaluate.py ONE_PARTITION_MAX_ROWS) would otherwise
     # be one partition, every rule of the cycle run one after another in a single task on one core.
     "spark.sql.unionOutputPartitioning": "false",
+    # Windows are read as lists of files (spark/store_reader.py): past 32 paths Spark would list
+    # them in a Spark job of its own, before every read of a window longer than 16 minutes.
+    "spark.sql.sources.parallelPartitionDiscovery.threshold": "10000",
 }
 
 _lock = threading.Lock()
