@@ -359,6 +359,7 @@ class Evaluator:
                 return []
             # One collect per cycle: every Spark job costs ~0.3 s whatever its size (DESIGN §10).
             rows = plan.collect()
+        self._read_at.clear()
         by_name = {r.alert: r for r in rules}
         findings = [to_finding(by_name[row["rule"]], row.asDict()) for row in rows]
         findings.sort(key=lambda f: (f.rule, sorted(f.labels.items())))
