@@ -105,12 +105,13 @@ class Evaluator:
         # Operators are compiled from this many rows in the largest window (spark/codegen.py); None
         # leaves the session's setting alone.
         self.whole_stage_min_rows = whole_stage_min_rows
+        # This cycle's reads of tables at their newest times, shared by the table's rules and views.
+        self._read_at: dict[tuple[str, tuple[datetime, ...]], DataFrame] = {}
 
     def plan(self, rules: Sequence[RuleBase], now: datetime, stale_after: timedelta) -> DataFrame | None:
         """The union of every rule's output for `now`, or None when no rule has data to read."""
         now = as_utc(now)
-        # This cycle's reads of tables at their newest times, shared by the table's rules and views.
-        self._read_at: dict[tuple[str, tuple[datetime, ...]], DataFrame] = {}
+        self._read_at = {}
         by_table: dict[str, list[RuleBase]] = defaultdict(list)
         for rule in rules:
             by_table[rule.table].append(rule)
