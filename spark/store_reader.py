@@ -136,8 +136,12 @@ def _with_facts(paths: Iterable[Path]) -> Iterator[tuple[Path, FileFacts]]:
     for path in paths:
         try:
             yield path, file_facts(path)
+        except FileNotFoundError:
+            continue  # replaced by compaction since it was listed: its rows are in the new file
         except (OSError, pa.ArrowInvalid):
-            continue  # gone, or being replaced by compaction: its rows are in the new file
+            # Unreadable: read it all the same, so the evaluation fails and says so (the
+            # RocketwatchEvaluationFailing self-alert) instead of quietly judging without its rows.
+            yield path, FileFacts(0, None, None)
 
 
 def with_derived(df: DataFrame, table: Table) -> DataFrame:
