@@ -34,6 +34,7 @@ from bench.report import run_facts, write_results  # noqa: E402
 from bench.store_gen import STEP, write_cycle, write_store  # noqa: E402
 from daemon.simulator import SimulatorThread  # noqa: E402
 from daemon.simulator.scenario_scale import scale  # noqa: E402
+from spark.session import DEFAULTS  # noqa: E402
 from tests.helpers.daemon_proc import free_port, log_tail, start_daemon, wait_until  # noqa: E402
 
 BROKERS, TOPICS, GROUPS, QUEUES, TOPICS_PER_GROUP = 4, 300, 167, 8, 3
@@ -119,7 +120,8 @@ def _measure_in(tmp: Path) -> dict:
 def _markdown(result: dict) -> str:
     """The results as the Markdown table written beside the JSON."""
     return (f"# Daemon memory at {TOTAL:,} queue series ({result['when']})\n\n{result['store']}; "
-            f"{result['machine']}, load {result['load_average_1m']}.\n\n"
+            f"{result['machine']}, load {result['load_average_1m']}; the JVM's options: "
+            f"`{result['jvm_options']}`.\n\n"
             "| series | evaluations | evaluate mean s | collect cycle s | peak Python RSS MiB | peak JVM RSS MiB "
             "| peak total MiB | target MiB |\n|---|---|---|---|---|---|---|---|\n"
             f"| {TOTAL:,} | {result['evaluations']} | {result['evaluate_mean_s']} | {result['collect_cycle_s']} | "
@@ -135,7 +137,8 @@ def main() -> None:
         **run_facts(),
         "store": f"{LIVE:,} queue series collected live from the simulator + {SYNTHETIC:,} synthetic, "
                  "collect and evaluate every 30 s",
-        "series": TOTAL, "target_mib": TARGET_MIB, **figures,
+        "series": TOTAL, "target_mib": TARGET_MIB, "jvm_options": DEFAULTS["spark.driver.extraJavaOptions"],
+        **figures,
     }
     write_results("daemon_memory", result, _markdown(result))
 

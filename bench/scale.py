@@ -4,7 +4,7 @@ Run with `make bench`; writes bench/results/scale.json and scale.md. Sizes via B
 (comma-separated series counts, default 16000,160000); BENCH_LARGE=1 adds 1,600,000 (the store
 alone is ~1.5 GB and takes minutes to write). BENCH_RUNS timed evaluations per size (default 3).
 Each size runs in a process of its own, its JVM sized as the README's deployment notes size the
-daemon's for that many series (DRIVER_MEMORY).
+daemon's for that many series (DRIVER_CONF).
 DuckDB runs the threshold rules' core query (newest sample per series in the lookback, compared
 with a level) on the same Parquet files, as a reference point for scan + window cost.
 """
@@ -34,10 +34,11 @@ from spark.session import get_session  # noqa: E402
 CYCLES = 31  # 15 minutes at 30 s, both ends included
 STALE = timedelta(minutes=1)
 TARGETS_S = {16_000: 1.0, 160_000: 3.0, 1_600_000: 20.0}
-# The driver heap (spark.driver.memory) of a daemon evaluating this many series, where it differs
-# from the default 1 GiB: at 1.6M queue series the default heap spent 4-5 s of each evaluation's
-# 25 s of CPU in garbage collection (the heap's use peaks at ~0.6 GiB, but the collections are many).
-DRIVER_MEMORY = {1_600_000: "4g"}
+# The driver's JVM for a daemon evaluating this many series, where it differs from the defaults
+# (spark/session.py): at 1.6M queue series the default 1 GiB heap spent 4-5 s of each evaluation's
+# 25 s of CPU in garbage collection (the heap's use peaks at ~0.6 GiB, but the collections are
+# many), so the README gives it 4 GiB and lets the heap grow instead of holding it to 20-40% free.
+DRIVER_CONF = {1_600_000: {"spark.driver.memory": "4g", "spark.driver.extraJavaOptions": "-XX:+UseSerialGC"}}
 DUCKDB_TABLES = {"process_queue": "cached_msg_count > pull_threshold_for_queue",
                  "consumer_queue": "broker_offset - consumer_offset > 1000"}
 
@@ -71,7 +72,7 @@ def _jvm_used_mib(spark) -> float:
     return round((runtime.totalMemory() - runtime.freeMemory()) / 2**20, 1)
 
 
-def _duckdb(root: Path, runs: int) -> dict[str, float] | str:
+def duckdb_reference(root: Path, runs: int) -> dict[str, float] | str:
     """Median seconds of the reference queries, or why DuckDB could not run."""
     try:
         import duckdb
@@ -113,7 +114,7 @@ def measure(series: int, runs: int, spark) -> dict:
             evaluator.evaluate(rules, cycle, STALE)
             timings.append(time.monotonic() - t0)
         rows = _rows_in_store(root)
-        duck = _duckdb(root, runs)
+        duck = duckdb_reference(root, runs)
     median = sorted(timings)[len(timings) // 2]
     return {
         "series": series, "rules": len(rules), "findings": len(findings), "store_write_s": round(write_s, 1),
@@ -141,7 +142,7 @@ def _markdown(result: dict) -> str:
 
 
 def _measure_apart(series: int, runs: int) -> dict:
-    """measure() in a fresh process, its JVM sized for `series` (DRIVER_MEMORY)."""
+    """measure() in a fresh process, its JVM sized for `series` (DRIVER_CONF)."""
     with tempfile.TemporaryDirectory(prefix="rw-bench-out-") as tmp:
         out = Path(tmp) / "size.json"
         subprocess.run([sys.executable, __file__, "--size", str(series), "--runs", str(runs), "--out", str(out)],
@@ -153,10 +154,10 @@ def _measure_here(argv: list[str]) -> None:
     """The child of _measure_apart: `--size N --runs R --out FILE`."""
     options = dict(zip(argv[::2], argv[1::2], strict=True))
     series = int(options["--size"])
-    memory = DRIVER_MEMORY.get(series)
-    spark = get_session("local[2]", {"spark.driver.memory": memory} if memory else None)
+    conf = DRIVER_CONF.get(series)
+    spark = get_session("local[2]", conf)
     result = measure(series, int(options["--runs"]), spark)
-    result["driver_memory"] = memory or "1g"
+    result["driver_memory"] = (conf or {}).get("spark.driver.memory", "1g")
     Path(options["--out"]).write_text(json.dumps(result))
 
 

@@ -21,12 +21,16 @@ DEFAULTS: dict[str, str] = {
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
     "spark.driver.memory": "1g",
-    # The serial collector grows the heap only as far as the evaluation needs, where G1 kept all
-    # 1 GiB committed, and leaves both cores to the evaluation instead of running beside it.
-    # Measured at 16k queue series, median of 11 evaluations: 4.5-5.0 s instead of 5.3-5.9 s with G1
-    # (with the heap also held to 10-30% free: 5.0-5.3 s, more time in GC). The daemon at 160k series
-    # (bench/daemon_memory.py) peaked at 1,718 MiB, JVM 1,368 MiB; with G1 1,916 and 1,571 MiB.
-    "spark.driver.extraJavaOptions": "-XX:+UseSerialGC",
+    # The serial collector leaves both cores to the evaluation instead of running beside it (G1's
+    # threads competed for them): at 16k queue series, median of 11 evaluations, 4.5-5.0 s instead of
+    # 5.3-5.9 s with G1. Left alone it grows the heap to its 1 GiB and keeps it committed, though the
+    # live set at 160k series is ~455 MiB; holding the heap to 20-40% free after each full
+    # collection gives most of the rest back. The daemon at 160k series (bench/daemon_memory.py,
+    # three runs in one hour on one machine): peak 1,751 MiB (JVM 1,190), evaluation mean 15.4 s; the
+    # serial collector alone 1,991 MiB (JVM 1,484), 15.4 s; held to 10-30% free 1,712 MiB (JVM
+    # 1,118) but 17.2 s, its collections competing with collection for the cores. C1 alone
+    # (-XX:TieredStopAtLevel=1, as diagnose runs) was slower: 6.8 s against 5.5 s at 16k.
+    "spark.driver.extraJavaOptions": "-XX:+UseSerialGC -XX:MinHeapFreeRatio=20 -XX:MaxHeapFreeRatio=40",
     "spark.sql.execution.arrow.pyspark.enabled": "false",
     # Call-site capture costs ~5 JVM round trips per Column function: 36k calls and 4.7 s per plan at 16k series.
     "spark.python.sql.dataFrameDebugging.enabled": "false",
