@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from datetime import datetime, timedelta
 from functools import partial, reduce
 from pathlib import Path
@@ -81,6 +82,30 @@ def needed(rule: RuleBase, stale_after: timedelta) -> timedelta:
     return max(lookback(stale_after), rule.window() + stale_after)
 
 
+def _sources(name: str) -> tuple[str, ...]:
+    """The stored tables a table or view name reads."""
+    return VIEW_DEFS[name].sources if name in VIEW_DEFS else (name,)
+
+
+def _table_starts(by_table: Mapping[str, Sequence[RuleBase]], now: datetime,
+                  stale_after: timedelta) -> dict[str, datetime]:
+    """Where each stored table's window starts: the earliest any rule (or view) reading it needs."""
+    starts: dict[str, datetime] = {}
+    for name, table_rules in by_table.items():
+        start = now - max(needed(r, r.stale_after or stale_after) for r in table_rules)
+        for source in _sources(name):
+            starts[source] = min(start, starts.get(source, start))
+    return starts
+
+
+def window_starts(rules: Sequence[RuleBase], now: datetime, stale_after: timedelta) -> dict[str, datetime]:
+    """Where each stored table's window starts when `rules` are evaluated at `now`."""
+    by_table: dict[str, list[RuleBase]] = defaultdict(list)
+    for rule in rules:
+        by_table[rule.table].append(rule)
+    return _table_starts(by_table, as_utc(now), stale_after)
+
+
 class Evaluator:
     """Reads each table's window once, plans every rule on it, collects all findings at once."""
 
@@ -116,11 +141,11 @@ class Evaluator:
         for rule in rules:
             by_table[rule.table].append(rule)
         windows, present = self._windows(by_table, now, stale_after)
-        live = {name: rs for name, rs in by_table.items() if self._sources(name)[0] in present}
+        live = {name: rs for name, rs in by_table.items() if _sources(name)[0] in present}
         # No samples yet (a fresh store, a collector not configured): nothing to find, and nothing
         # to call no_data either, since no series was ever seen in the window.
         wanted = [Wanted(name, rs[0].table_def.key, start) for name, rs in live.items()
-                  if (start := self._newest_from(self._sources(name)[0], rs, now, stale_after)) is not None]
+                  if (start := self._newest_from(_sources(name)[0], rs, now, stale_after)) is not None]
         names = {want.name for want in wanted}
         churn = [r for rs in live.values() for r in rs if keeps_sets(r) and self._big(r.table, now - r.window(), now)]
         times, runs, sets = self._incremental(wanted, [r for name, rs in live.items() if name in names for r in rs],
@@ -157,10 +182,6 @@ class Evaluator:
         return start
 
     @staticmethod
-    def _sources(name: str) -> tuple[str, ...]:
-        return VIEW_DEFS[name].sources if name in VIEW_DEFS else (name,)
-
-    @staticmethod
     def _frame(name: str, windows: Mapping[str, DataFrame]) -> DataFrame:
         return compute_view(name, windows) if name in VIEW_DEFS else windows[name]
 
@@ -170,7 +191,7 @@ class Evaluator:
         series one cycle of a table is 160k rows, its window 3-5M): the rules judging newest samples
         then run without a shuffle."""
         frames = {}
-        for source in self._sources(name):
+        for source in _sources(name):
             if source in windows:
                 key = (source, tuple(sorted(times)))
                 if key not in self._read_at:
@@ -312,7 +333,7 @@ class Evaluator:
         Returns the windows by table name, each read when first used (a table whose rules all read
         its newest times only needs none), and the names of the tables that have samples in them.
         """
-        starts = self._starts(by_table, now, stale_after)
+        starts = _table_starts(by_table, now, stale_after)
         view_sources = {source for name in by_table if name in VIEW_DEFS for source in VIEW_DEFS[name].sources}
         windows = OnFirstUse()
         present: set[str] = set()
@@ -331,36 +352,27 @@ class Evaluator:
                  and window_rows(self.store_root, table, start, now) <= self.one_partition_max_rows)
         return read_window(self.spark, self.store_root, table, start, now, one_partition=small)
 
-    def _starts(self, by_table: Mapping[str, Sequence[RuleBase]], now: datetime,
-                stale_after: timedelta) -> dict[str, datetime]:
-        """Where each stored table's window starts: the earliest any rule (or view) reading it needs."""
-        starts: dict[str, datetime] = {}
-        for name, table_rules in by_table.items():
-            start = now - max(needed(r, r.stale_after or stale_after) for r in table_rules)
-            for source in self._sources(name):
-                starts[source] = min(start, starts.get(source, start))
-        return starts
-
     def _largest_window(self, rules: Sequence[RuleBase], now: datetime, stale_after: timedelta) -> int:
         """Rows in the largest table window `rules` read at `now` (from Parquet footers)."""
-        by_table: dict[str, list[RuleBase]] = defaultdict(list)
-        for rule in rules:
-            by_table[rule.table].append(rule)
-        starts = self._starts(by_table, now, stale_after)
-        return max((window_rows(self.store_root, TABLES[name], start, now) for name, start in starts.items()),
-                   default=0)
+        return max((window_rows(self.store_root, TABLES[name], start, now)
+                    for name, start in window_starts(rules, now, stale_after).items()), default=0)
+
+    @contextmanager
+    def planned(self, rules: Sequence[RuleBase], now: datetime, stale_after: timedelta) -> Iterator[DataFrame | None]:
+        """The cycle's plan (or None), under the session settings it is collected with (spark/codegen.py)."""
+        now = as_utc(now)
+        rows_read = self._largest_window(rules, now, stale_after) if self.whole_stage_min_rows is not None else 0
+        try:
+            with whole_stage_for(self.spark, rows_read, self.whole_stage_min_rows):
+                yield self.plan(rules, now, stale_after)
+        finally:
+            self._read_at.clear()
 
     def evaluate(self, rules: Sequence[RuleBase], now: datetime, stale_after: timedelta) -> list[Finding]:
         """Findings of `rules` at `now`; series older than `stale_after` (unless a rule sets its own) are no_data."""
-        now = as_utc(now)
-        rows_read = self._largest_window(rules, now, stale_after) if self.whole_stage_min_rows is not None else 0
-        with whole_stage_for(self.spark, rows_read, self.whole_stage_min_rows):
-            plan = self.plan(rules, now, stale_after)
-            if plan is None:
-                return []
+        with self.planned(rules, now, stale_after) as plan:
             # One collect per cycle: every Spark job costs ~0.3 s whatever its size (DESIGN §10).
-            rows = plan.collect()
-        self._read_at.clear()
+            rows = plan.collect() if plan is not None else []
         by_name = {r.alert: r for r in rules}
         findings = [to_finding(by_name[row["rule"]], row.asDict()) for row in rows]
         findings.sort(key=lambda f: (f.rule, sorted(f.labels.items())))
