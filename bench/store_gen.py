@@ -2,7 +2,8 @@
 
 Layout follows the simulator's data model: 16 queues per topic (4 brokers x 4 queue ids), one
 consumer group per topic, one client per group holding all its queues. Every cycle writes one
-Parquet file per table into the store's date=/hour= partitions, as the collectors do. Columns are
+Parquet file per table into the store's date=/hour= partitions and then its commit marker, as the
+collectors' store writer does. Columns are
 vectorised (pyarrow.compute), so 1.6M series x 30 cycles is written in minutes, not hours.
 A few groups misbehave so the pack has findings: group0 is stuck (commit frozen with lag),
 group1's cache is full.
@@ -11,7 +12,6 @@ group1's cache is full.
 from __future__ import annotations
 
 import os
-import uuid
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
 from pathlib import Path
@@ -20,8 +20,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from daemon.store.writer import arrow_schema, partition_dir
+from daemon.store.writer import arrow_schema
 from rules.tables import get_table
+from spark.store_layout import DATA_SUFFIX, cycle_name, partition_dir, write_commit
 
 QUEUES_PER_TOPIC = 16
 BROKERS = 4
@@ -131,11 +132,15 @@ def write_store(root: str | os.PathLike[str], series: int, cycles: int, now: dat
 
 
 def write_cycle(root: str | os.PathLike[str], series: int, step: int, ts: datetime) -> int:
-    """Write one collection cycle (the `step`-th) at `ts` into the store at `root`; returns the rows written."""
-    rows = 0
+    """Write one collection cycle (the `step`-th) at `ts` into the store at `root`, then commit it; returns
+    the rows written."""
+    files: dict[str, list[Path]] = {}
+    rows: dict[str, int] = {}
     for name, table in cycle_tables(series, step, ts).items():
         directory = partition_dir(Path(root), name, ts)
         directory.mkdir(parents=True, exist_ok=True)
-        pq.write_table(table, directory / f"{ts:%Y%m%dT%H%M%S%f}-{uuid.uuid4().hex[:8]}.parquet")
-        rows += table.num_rows
-    return rows
+        path = directory / cycle_name(ts, DATA_SUFFIX)
+        pq.write_table(table, path)
+        files[name], rows[name] = [path], table.num_rows
+    write_commit(root, ts, files, rows, ["bench"])
+    return sum(rows.values())

@@ -8,6 +8,7 @@ import re
 import sys
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from typing import Any
 
 from rules.durations import parse_duration
@@ -130,7 +131,7 @@ def _time(text: str, flag: str, now: datetime) -> datetime:
 
 def cmd_eval(args: argparse.Namespace) -> int:
     """Evaluate rules once against a store at a given time; print findings."""
-    from spark.evaluate import Evaluator
+    from spark.reference import evaluate_reference
     from spark.session import get_session
 
     try:
@@ -139,8 +140,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
     except _BadInput as exc:
         print(f"rocketwatch eval: {exc}", file=sys.stderr)
         return 2
-    evaluator = Evaluator(get_session(setup.master, setup.conf), setup.store)
-    findings = evaluator.evaluate(setup.rules, at, setup.stale_after)
+    findings = evaluate_reference(get_session(setup.master, setup.conf), setup.store, setup.rules, at,
+                                  setup.stale_after)
     for finding in findings:
         if args.format == "json":
             print(json.dumps(_finding_json(finding), sort_keys=True))
@@ -154,7 +155,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
 def cmd_replay(args: argparse.Namespace) -> int:
     """Replay rules over the store's history; print the alert timeline."""
     from daemon.replay import replay, steps
-    from spark.evaluate import Evaluator
+    from spark.reference import evaluate_reference
     from spark.session import get_session
 
     now = datetime.now(UTC)
@@ -169,8 +170,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
     if not times:
         print(f"rocketwatch replay: --from {start.isoformat()} is after --to {end.isoformat()}", file=sys.stderr)
         return 2
-    evaluator = Evaluator(get_session(setup.master, setup.conf), setup.store)
-    timeline = replay(evaluator.evaluate, setup.rules, setup.timings, times, setup.stale_after)
+    session = get_session(setup.master, setup.conf)
+    timeline = replay(partial(evaluate_reference, session, setup.store), setup.rules, setup.timings, times, setup.stale_after)
     for transition in timeline:
         print(json.dumps(transition.as_json(), sort_keys=True) if args.format == "json" else transition.as_text())
     print(f"{len(times)} evaluation(s) from {start.isoformat()} to {end.isoformat()} every {step}: "

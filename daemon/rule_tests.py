@@ -59,7 +59,9 @@ def write_case_input(store: ParquetStore, case: RuleTestCase, interval: timedelt
 
 def run_case(spark: Any, loaded: LoadedTests, case: RuleTestCase, index: int) -> tuple[int, list[Mismatch]]:
     """Run one test case; returns (checks made, failures)."""
-    from spark.evaluate import Evaluator  # keeps `rocketwatch check` and this module's import JVM-free
+    from spark.reference import (
+        evaluate_reference,  # keeps `rocketwatch check` and this module's import JVM-free
+    )
 
     # Only the rules this case checks: rules never affect each other's alerts, and every rule
     # left out is a Spark plan less at every step.
@@ -76,14 +78,13 @@ def run_case(spark: Any, loaded: LoadedTests, case: RuleTestCase, index: int) ->
     with tempfile.TemporaryDirectory(prefix="rocketwatch-rule-test-") as tmp:
         store = ParquetStore(Path(tmp) / "store")
         write_case_input(store, case, interval)
-        evaluator = Evaluator(spark, store.root)
         db = StateDB(":memory:")  # the tracker's real SQL, nothing left behind
         try:
             tracker = AlertTracker(db)
             offset = timedelta(0)
             while offset <= last:
                 now = START + offset
-                findings = evaluator.evaluate(rules, now, 2 * interval)
+                findings = evaluate_reference(spark, store.root, rules, now, 2 * interval)
                 tracker.update(timings, findings, now)
                 due = [t for t in checks_at if offset <= t < offset + interval]
                 active = [

@@ -1,10 +1,12 @@
-"""Read one table's samples over a time window from the Parquet store, opening only the files holding them."""
+"""Read one table's samples from the Parquet store, opening only the files holding them: over a time
+window, at given times, or the rows of given committed cycles."""
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pyarrow as pa
@@ -16,34 +18,30 @@ from rules.expressions import parse
 from rules.tables import Table
 from spark.expressions import compile_expression
 from spark.schema import stored_schema
+from spark.store_layout import (
+    Commit,
+    as_utc,
+    committed_file_sets,
+    data_files,
+    newest_committed,
+    partitions_between,
+)
 
-
-def as_utc(moment: datetime) -> datetime:
-    """`moment` in UTC; a naive datetime is taken to be UTC already."""
-    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+__all__ = [
+    "FileFacts", "as_utc", "file_facts", "files_at", "newest_committed", "one_cycle", "overlapping_files",
+    "partition_paths", "read_at", "read_commits", "read_window", "rows_at", "window_files", "window_rows",
+    "with_derived",
+]
 
 
 def partition_paths(root: str | Path, table: Table, start: datetime, end: datetime) -> list[str]:
     """Existing `date=/hour=` directories of `table` overlapping [start, end] that hold Parquet files."""
-    base = Path(root) / table.name
-    hour = as_utc(start).replace(minute=0, second=0, microsecond=0)
-    last = as_utc(end)
-    paths: list[str] = []
-    # Walking the hours of the window touches only the directories it needs; listing the whole
-    # table would cost a stat per hour of retention on every cycle.
-    while hour <= last:
-        directory = base / f"date={hour:%Y-%m-%d}" / f"hour={hour:%H}"
-        if directory.is_dir() and any(p.suffix == ".parquet" and not p.name.startswith(".")
-                                      for p in directory.iterdir()):
-            paths.append(str(directory))
-        hour += timedelta(hours=1)
-    return paths
+    return [str(directory) for directory in partitions_between(root, table.name, start, end)]
 
 
 def window_files(root: str | Path, table: Table, start: datetime, end: datetime) -> list[Path]:
     """The Parquet files of `table`'s partitions overlapping [start, end]."""
-    return [path for directory in partition_paths(root, table, start, end) for path in Path(directory).iterdir()
-            if path.suffix == ".parquet" and not path.name.startswith(".")]
+    return [path for directory in partitions_between(root, table.name, start, end) for path in data_files(directory)]
 
 
 @dataclass(frozen=True)
@@ -125,9 +123,12 @@ def _overlapping(root: str | Path, table: Table, start: datetime, end: datetime)
             if facts.low is None or facts.high is None or (facts.low <= high and facts.high >= low)]
 
 
-def _holding(root: str | Path, table: Table, times: Sequence[datetime]) -> list[tuple[Path, FileFacts]]:
+def _holding(root: str | Path, table: Table, times: Sequence[datetime],
+             candidates: Sequence[Path] | None = None) -> list[tuple[Path, FileFacts]]:
+    """The files (of `candidates`, else of the hours of `times`) whose rows' ts range holds one of `times`."""
     moments = [as_utc(t) for t in times]
-    candidates = sorted({p for moment in moments for p in window_files(root, table, moment, moment)})
+    if candidates is None:
+        candidates = sorted({p for moment in moments for p in window_files(root, table, moment, moment)})
     return [(path, facts) for path, facts in _with_facts(candidates)
             if facts.low is None or facts.high is None or any(facts.low <= t <= facts.high for t in moments)]
 
@@ -169,18 +170,60 @@ def read_at(spark: SparkSession, root: str | Path, table: Table, times: Sequence
     return _read(spark, table, files_at(root, table, times) if times else [], keep, one_partition)
 
 
-def _read(spark: SparkSession, table: Table, paths: Sequence[Path], keep: Column, one_partition: bool) -> DataFrame:
+def read_commits(spark: SparkSession, root: str | Path, table: Table, commits: Iterable[Commit],
+                 one_partition: bool = False) -> DataFrame:
+    """The rows of `table` that `commits` wrote, derived columns included; empty (typed) if none."""
+    own: dict[Path, None] = {}
+    shared: dict[Path, None] = {}
+    times_by_cluster: dict[str, set[datetime]] = defaultdict(set)
+    for commit in commits:
+        mine, hours = committed_file_sets(root, commit, table.name)
+        own.update(dict.fromkeys(mine))
+        if hours:
+            shared.update(dict.fromkeys(hours))
+            for cluster in commit.clusters:
+                times_by_cluster[cluster].add(commit.ts)
+    # A commit's own file holds exactly what the cycle wrote, so it is read whole: log_event rows
+    # carry their log line's time, not the cycle's. A compacted hour holds every cycle of the hour:
+    # only the rows of the commits that fell back to it are kept, told apart by (cluster, ts) (one
+    # cycle per cluster per ts), so those log rows are lost to the fold once their hour is compacted.
+    wanted = sorted({t for times in times_by_cluster.values() for t in times})
+    shared_files = [p for p, _ in _holding(root, table, wanted, [p for p in shared if p not in own])]
+    frames = []
+    if own:
+        frames.append(_scan(spark, table, list(own)))
+    if shared_files:
+        keep = None
+        for cluster, times in sorted(times_by_cluster.items()):
+            term = (F.col("cluster") == F.lit(cluster)) & F.col("ts").isin(sorted(times))
+            keep = term if keep is None else keep | term
+        frames.append(_scan(spark, table, shared_files).where(keep))
+    df = frames[0] if frames else _scan(spark, table, [])
+    for other in frames[1:]:
+        df = df.union(other)
+    return _finish(df, table, one_partition)
+
+
+def _scan(spark: SparkSession, table: Table, paths: Sequence[Path]) -> DataFrame:
+    """The stored columns of `paths` (an empty typed frame for none)."""
     schema = stored_schema(table)
-    if paths:
-        # Files are passed by path, so Spark adds no date/hour partition columns; the select would
-        # keep exactly the catalog's columns even so (a select costs ~4 JVM round trips per column,
-        # reading the schema 2).
-        df = spark.read.schema(schema).parquet(*(str(p) for p in paths))
-        if df.columns != schema.fieldNames():
-            df = df.select(*schema.fieldNames())
-        df = df.where(keep)
-    else:
-        df = spark.createDataFrame([], schema)
+    if not paths:
+        return spark.createDataFrame([], schema)
+    # Files are passed by path, so Spark adds no date/hour partition columns; the select would keep
+    # exactly the catalog's columns even so (a select costs ~4 JVM round trips per column, reading
+    # the schema 2).
+    df = spark.read.schema(schema).parquet(*(str(p) for p in paths))
+    if df.columns != schema.fieldNames():
+        df = df.select(*schema.fieldNames())
+    return df
+
+
+def _read(spark: SparkSession, table: Table, paths: Sequence[Path], keep: Column, one_partition: bool) -> DataFrame:
+    df = _scan(spark, table, paths)
+    return _finish(df.where(keep) if paths else df, table, one_partition)
+
+
+def _finish(df: DataFrame, table: Table, one_partition: bool) -> DataFrame:
     if one_partition:
         # A single partition satisfies every grouping a plan above asks for, so Spark plans no
         # Exchange; filters added later are still pushed below it into the Parquet scan.

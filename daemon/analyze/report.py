@@ -9,6 +9,7 @@ import tempfile
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -66,17 +67,17 @@ def analyze(paths: list[Path], cluster: str = "offline", client_tz: str | None =
 
 def _replay(built: Built, step: timedelta, spark: Any) -> list[Transition]:
     from rules.loader import load_rule_files
-    from spark.evaluate import Evaluator
+    from spark.reference import evaluate_reference
     from spark.session import get_session
 
     assert built.span is not None
     rules = list(load_rule_files(["builtin"]).rules)
     with tempfile.TemporaryDirectory(prefix="rocketwatch-analyze-") as tmp:
         built.write(Path(tmp))
-        evaluator = Evaluator(spark or get_session(), tmp)
+        session = spark or get_session()
         start, end = built.span
         times = list(steps(start, end + STALE_AFTER, step))
-        return replay(evaluator.evaluate, rules, {r.alert: r.timing for r in rules}, times, STALE_AFTER)
+        return replay(partial(evaluate_reference, session, tmp), rules, {r.alert: r.timing for r in rules}, times, STALE_AFTER)
 
 
 def _findings(built: Built, events: list[dict[str, Any]]) -> list[Finding]:

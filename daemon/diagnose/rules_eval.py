@@ -104,19 +104,18 @@ def rehearse(session: Any, rules: Sequence[RuleBase], sample: Sample, until: flo
     for the real evaluation."""
     # Measured with bench/diagnose.py: a JVM that has never planned the pack takes ~2.4 s to plan it
     # and 2.0 s to collect it; after a rehearsal, 1.8 s and 1.7 s (median 9.1 -> 7.8 s in all).
-    from spark.evaluate import Evaluator
+    from spark.reference import plan_reference
 
     by_table: dict[str, list[RuleBase]] = {}
     for rule in rules:
         by_table.setdefault(rule.table, []).append(rule)
     with tempfile.TemporaryDirectory(prefix="rocketwatch-rehearsal-") as tmp:
         write_samples(Path(tmp), [sample])
-        evaluator = Evaluator(session, Path(tmp))
         # Tables with the most rules first: their plans exercise the most code.
         for table_rules in sorted(by_table.values(), key=len, reverse=True):
             if time.monotonic() >= until:
                 return
-            plan = evaluator.plan(table_rules, sample.ts, timedelta(seconds=1))
+            plan = plan_reference(session, Path(tmp), table_rules, sample.ts, timedelta(seconds=1))
             if plan is not None and hasattr(plan, "_jdf"):  # classic sessions; Connect plans on the server
                 plan._jdf.queryExecution().executedPlan()
 
@@ -131,13 +130,13 @@ def write_samples(root: Path, samples: Sequence[Sample]) -> None:
 def evaluate(session: Any, root: Path, rules: Sequence[RuleBase], samples: Sequence[Sample],
              every: float) -> list[Finding]:
     """Findings of `rules` at the last sample's time; series missing from the last sample are skipped."""
-    from spark.evaluate import Evaluator
+    from spark.reference import evaluate_reference
 
     now = samples[-1].ts
     # Only the newest sample counts as current: anything older than one interval is history.
     # (Planning in two threads was tried: 11.1 s vs 10.7 s cold on 2 cores, so one job it is.)
     stale_after = timedelta(seconds=max(every, 1.0))
-    findings = Evaluator(session, root).evaluate(rules, now, stale_after)
+    findings = evaluate_reference(session, root, rules, now, stale_after)
     return [f for f in findings if not f.no_data]
 
 

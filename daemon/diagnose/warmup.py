@@ -47,7 +47,7 @@ def _workload(session: object) -> None:
     from daemon.store.writer import ParquetStore
     from rules.loader import BUILTIN_DIR
     from rules.testing import load_test_file
-    from spark.evaluate import Evaluator
+    from spark.reference import evaluate_reference
 
     with tempfile.TemporaryDirectory(prefix="rocketwatch-warmup-") as tmp:
         store = ParquetStore(Path(tmp) / "store")
@@ -55,7 +55,7 @@ def _workload(session: object) -> None:
             loaded = load_test_file(path)
             case = loaded.spec.tests[0]
             write_case_input(store, case, case.interval or loaded.spec.evaluation_interval)
-        Evaluator(session, store.root).evaluate(builtin_rules(), START + timedelta(minutes=6), timedelta(minutes=1))
+        evaluate_reference(session, store.root, builtin_rules(), START + timedelta(minutes=6), timedelta(minutes=1))
 
 
 def main() -> None:

@@ -16,8 +16,13 @@ from pathlib import Path
 from config.models import MaintenanceConfig
 from daemon.store.compaction import Compacted, compact_partition
 from daemon.store.layout import QUARANTINE, hour_partitions
-from daemon.store.recovery import MovedAside, finish_interrupted_compactions, move_aside_broken
-from daemon.store.retention import Dropped, apply_retention
+from daemon.store.recovery import (
+    MovedAside,
+    clean_commit_markers,
+    finish_interrupted_compactions,
+    move_aside_broken,
+)
+from daemon.store.retention import Dropped, apply_retention, drop_commit_hours
 
 log = logging.getLogger(__name__)
 
@@ -30,6 +35,7 @@ class MaintenanceReport:
     moved_aside: list[MovedAside] = field(default_factory=list)
     compacted: list[Compacted] = field(default_factory=list)
     dropped: list[Dropped] = field(default_factory=list)
+    markers: list[str] = field(default_factory=list)  # commit marker files recovery removed or moved aside
     store_bytes: int = 0
     seconds: float = 0.0
 
@@ -37,7 +43,8 @@ class MaintenanceReport:
         return (
             f"{len(self.compacted)} hour(s) compacted ({sum(c.files_before for c in self.compacted)} files), "
             f"{len(self.dropped)} table-hour(s) dropped, {len(self.moved_aside)} broken file(s) moved aside, "
-            f"{len(self.recovered)} interrupted compaction(s) repaired; store {self.store_bytes} bytes, "
+            f"{len(self.recovered)} interrupted compaction(s) repaired, {len(self.markers)} commit marker(s) "
+            f"cleaned up; store {self.store_bytes} bytes, "
             f"{self.seconds:.1f}s"
         )
 
@@ -49,6 +56,7 @@ def recover_store(root: Path, temp_grace: timedelta = timedelta(minutes=10)) -> 
         return report
     report.recovered = finish_interrupted_compactions(root)
     report.moved_aside = move_aside_broken(root, hour_partitions(root), temp_grace.total_seconds())
+    report.markers = clean_commit_markers(root, temp_grace.total_seconds())
     return report
 
 
@@ -65,6 +73,8 @@ def maintain_store(root: Path, now: datetime, settings: MaintenanceConfig) -> Ma
             if done is not None:
                 report.compacted.append(done)
     report.dropped = apply_retention(hour_partitions(root), now, settings.retention, settings.max_size)
+    # Compaction leaves markers alone (a reader falls back to the hour's files); retention does not.
+    drop_commit_hours(root, now, settings.retention, report.dropped)
     _prune_quarantine(root / QUARANTINE, now, settings.retention)
     report.store_bytes = sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
     report.seconds = time.monotonic() - started

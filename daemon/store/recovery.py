@@ -4,6 +4,11 @@ A crash can leave a `.tmp` file (killed mid-write), a zero-length `.parquet` (re
 data reached the disk, then power lost) or a file Parquet cannot read. Spark fails the whole
 evaluation on such a file, so each one is moved to `<root>/_quarantine/` (same relative path)
 and logged; nothing is deleted, an operator can look at it.
+
+Commit markers (spark/store_layout.py) are written after their cycle's files: a crash in between
+leaves data files that no marker names. They stay: the reference path (`eval --at`, `replay`) reads
+them as before, and the evaluator's fold simply never sees that cycle (it is not committed). A marker's own temp file
+left by a crash is deleted: it is metadata of an uncommitted cycle, with nothing to inspect.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import pyarrow.parquet as pq
 
 from daemon.store.layout import QUARANTINE, HourPartition, date_dirs, is_data_file
 from rules.tables import TABLES
+from spark.store_layout import COMMIT_SUFFIX, COMMITS, hour_dirs, is_commit_name
 
 log = logging.getLogger(__name__)
 
@@ -98,3 +104,29 @@ def move_aside_broken(root: Path, partitions: list[HourPartition], temp_grace: f
                 path, reason, target,
             )
     return moved
+
+
+def clean_commit_markers(root: Path, temp_grace: float) -> list[str]:
+    """Delete marker temp files older than `temp_grace` seconds and move zero-length markers aside; one line each."""
+    done: list[str] = []
+    now = time.time()
+    for _, directory in hour_dirs(root, COMMITS):
+        with os.scandir(directory) as entries:
+            found = [(entry.name, Path(entry.path)) for entry in entries if entry.is_file()]
+        for name, path in sorted(found):
+            if name.startswith(".") and name.endswith(f"{COMMIT_SUFFIX}.tmp"):
+                # A young one is most likely a cycle committing right now.
+                if now - path.stat().st_mtime > temp_grace:
+                    path.unlink(missing_ok=True)
+                    done.append(f"{path}: marker temp file left by an interrupted commit removed (that cycle "
+                                "is never folded; its files stay for the reference path)")
+            elif is_commit_name(name) and path.stat().st_size == 0:
+                # Renamed before its bytes reached the disk, then power lost: a reader would warn about it
+                # on every listing.
+                target = root / QUARANTINE / path.relative_to(root)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                os.replace(path, target)
+                done.append(f"{path}: zero-length commit marker moved aside to {target}")
+    for line in done:
+        log.warning("store recovery: %s", line)
+    return done

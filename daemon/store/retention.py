@@ -8,8 +8,10 @@ import shutil
 from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from pathlib import Path
 
 from daemon.store.layout import HourPartition
+from spark.store_layout import COMMITS, HOUR, hour_dirs
 
 log = logging.getLogger(__name__)
 
@@ -23,10 +25,14 @@ class Dropped:
     reason: str  # "age" or "size"
 
 
-def _remove(part: HourPartition, size: int, reason: str) -> Dropped:
-    shutil.rmtree(part.path)
+def _remove_hour(path: Path) -> None:
+    shutil.rmtree(path)
     with contextlib.suppress(OSError):  # not empty: other hours of the day remain
-        part.path.parent.rmdir()  # the date directory, once its last hour is gone
+        path.parent.rmdir()  # the date directory, once its last hour is gone
+
+
+def _remove(part: HourPartition, size: int, reason: str) -> Dropped:
+    _remove_hour(part.path)
     return Dropped(part, size, reason)
 
 
@@ -71,3 +77,21 @@ def apply_retention(
                     "rules whose window reaches back that far see less history", max_bytes, f"{start:%Y-%m-%d %H}:00Z",
                     freed)
     return dropped
+
+
+def drop_commit_hours(root: Path, now: datetime, max_age: timedelta, dropped: list[Dropped]) -> list[Path]:
+    """Remove the commit markers of hours past `max_age` and of hours dropped for size; returns their directories.
+
+    A marker whose files are gone would only send a reader to empty hours, and markers would
+    otherwise pile up for ever (one per cluster per cycle).
+    """
+    # A size drop takes an hour of every table at once (see apply_retention): its cycles are gone.
+    gone = {d.partition.start for d in dropped if d.reason == "size"}
+    removed = []
+    for start, path in hour_dirs(root, COMMITS):
+        if start + HOUR <= now - max_age or start in gone:
+            _remove_hour(path)
+            removed.append(path)
+    if removed:
+        log.info("store retention: dropped the commit markers of %d hour(s)", len(removed))
+    return removed

@@ -1,11 +1,10 @@
-"""Append collected rows to the Parquet sample store, one file per table per cycle."""
+"""Append collected rows to the Parquet sample store: one file per table per cycle, then the cycle's commit marker."""
 
 from __future__ import annotations
 
 import os
-import uuid
 from collections.abc import Iterable, Mapping
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +12,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from rules.tables import BOOL, FLOAT64, INT32, INT64, STRING, TIMESTAMP, Table, get_table
+from spark.store_layout import DATA_SUFFIX, cycle_name, partition_dir, write_commit
+
+__all__ = ["ParquetStore", "arrow_schema", "partition_dir"]
 
 _ARROW_TYPES: dict[str, pa.DataType] = {
     STRING: pa.string(),
@@ -31,54 +33,69 @@ def arrow_schema(table: Table) -> pa.Schema:
     )
 
 
-def partition_dir(root: Path, table: str, ts: datetime) -> Path:
-    """Where the rows of `table` taken at `ts` live: <root>/<table>/date=…/hour=…."""
-    ts = ts.astimezone(UTC)
-    return root / table / f"date={ts:%Y-%m-%d}" / f"hour={ts:%H}"
+def _batch(table_name: str, rows: list[Mapping[str, Any]]) -> pa.Table:
+    """Rows as an Arrow table of the catalog's schema; ValueError naming the row and column of a missing value."""
+    schema = arrow_schema(get_table(table_name))
+    columns: dict[str, list[Any]] = {f.name: [] for f in schema}
+    for i, row in enumerate(rows):
+        for f in schema:
+            value = row.get(f.name)
+            if value is None and not f.nullable:
+                raise ValueError(
+                    f"{table_name} row {i}: column {f.name!r} is required but missing "
+                    f"(row keys: {', '.join(sorted(row))})"
+                )
+            columns[f.name].append(value)
+    return pa.table(columns, schema=schema)
 
 
 class ParquetStore:
-    """The sample store on local disk: atomic appends, Hive-style date/hour partitions."""
+    """The sample store on local disk: atomic appends, Hive-style date/hour partitions, a commit per cycle."""
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
         self.root = Path(root)
 
-    def append(self, table_name: str, rows: Iterable[Mapping[str, Any]], ts: datetime) -> Path | None:
-        """Write rows as one new file in the partition of `ts`; returns its path (None if no rows).
-
-        Rows are dicts keyed by column name; missing nullable columns become null. The file is
-        written under a temporary name and renamed, so a reader never sees half a file.
-        """
-        table = get_table(table_name)
-        rows = list(rows)
-        if not rows:
-            return None
-        schema = arrow_schema(table)
-        columns: dict[str, list[Any]] = {f.name: [] for f in schema}
-        for i, row in enumerate(rows):
-            for f in schema:
-                value = row.get(f.name)
-                if value is None and not f.nullable:
-                    raise ValueError(
-                        f"{table_name} row {i}: column {f.name!r} is required but missing "
-                        f"(row keys: {', '.join(sorted(row))})"
-                    )
-                columns[f.name].append(value)
-        batch = pa.table(columns, schema=schema)
+    def _write(self, table_name: str, batch: pa.Table, ts: datetime) -> Path:
+        # Written under a temporary name and renamed, so a reader never sees half a file.
         target_dir = partition_dir(self.root, table_name, ts)
         target_dir.mkdir(parents=True, exist_ok=True)
-        name = f"{ts.astimezone(UTC):%Y%m%dT%H%M%S%f}-{uuid.uuid4().hex[:8]}.parquet"
+        name = cycle_name(ts, DATA_SUFFIX)
         tmp = target_dir / f".{name}.tmp"
         pq.write_table(batch, tmp)
         final = target_dir / name
         os.replace(tmp, final)
         return final
 
+    def append(self, table_name: str, rows: Iterable[Mapping[str, Any]], ts: datetime) -> Path | None:
+        """Write rows as one new file in the partition of `ts`, then its one-table commit; returns the
+        file's path (None, and no commit, if no rows).
+
+        Rows are dicts keyed by column name; missing nullable columns become null.
+        """
+        rows = list(rows)
+        if not rows:
+            return None
+        path = self._write(table_name, _batch(table_name, rows), ts)
+        write_commit(self.root, ts, {table_name: [path]}, {table_name: len(rows)}, _clusters(rows))
+        return path
+
     def append_all(self, tables: Mapping[str, Iterable[Mapping[str, Any]]], ts: datetime) -> dict[str, int]:
-        """Append each table's rows; returns the number of rows written per table."""
-        written: dict[str, int] = {}
-        for name, rows in tables.items():
-            rows = list(rows)
-            self.append(name, rows, ts)
-            written[name] = len(rows)
+        """Append one collection cycle (each table's rows) and commit it; returns the rows written per table.
+
+        Every table is checked before anything is written, so invalid rows write nothing; the marker
+        comes after every file, so a crash in between leaves files no commit names (the evaluator
+        never folds them; the reference path of `eval --at` and `replay` reads them). A cycle without rows commits nothing.
+        """
+        rows_by_table = {name: list(rows) for name, rows in tables.items()}
+        batches = {name: _batch(name, rows) for name, rows in rows_by_table.items() if rows}
+        files = {name: [self._write(name, batch, ts)] for name, batch in batches.items()}
+        written = {name: len(rows) for name, rows in rows_by_table.items()}
+        if batches:
+            # Tables with no rows are listed with no files: the cycle asked and found nothing.
+            write_commit(self.root, ts, {name: files.get(name, []) for name in rows_by_table}, written,
+                         (c for rows in rows_by_table.values() for c in _clusters(rows)))
         return written
+
+
+def _clusters(rows: Iterable[Mapping[str, Any]]) -> set[str]:
+    return {row["cluster"] for row in rows}

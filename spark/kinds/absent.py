@@ -1,7 +1,10 @@
-"""The `absent` plan: `by` groups seen in the `over:` window whose newest sample is older than stale_after.
+"""The `absent` kind: `by` groups seen in the `over:` window whose newest sample is older than stale_after.
 
 The alert's value is the seconds from the group's newest sample to `now`; it fires with the rule's
 severity past stale_after, critical past critical_after. Absence is the finding: never no_data.
+
+Kept state: the newest row of each `by` group among the rows passing `exclude` and `where` (its
+last-seen time and template columns), dropped once it leaves `over`.
 """
 
 from __future__ import annotations
@@ -13,15 +16,28 @@ from pyspark.sql import functions as F
 
 from rules.kinds.absent import AbsentRule
 from spark.expressions import compile_expression
-from spark.kinds.common import excluded, in_window, newest_of, seconds_between, unpack_newest, where_true
+from spark.kinds.common import (
+    excluded,
+    gathered,
+    in_window,
+    newest_of,
+    newest_per_series,
+    seconds_between,
+    unpack_newest,
+    where_true,
+)
 from spark.kinds.levels import duration_judge, emit
 
 
+def _matching(rule: AbsentRule, df: DataFrame, now: datetime) -> DataFrame:
+    """Rows passing the rule's `exclude` and `where`."""
+    where = compile_expression(rule.where.tree, rule.table_def, now) if rule.where is not None else None
+    return where_true(excluded(df, rule), where)
+
+
 def plan_absent(rule: AbsentRule, df: DataFrame, now: datetime, stale_after: timedelta) -> DataFrame:
-    """Findings of `rule` over the table window `df`, in the normalised output shape."""
-    table = rule.table_def
-    where = compile_expression(rule.where.tree, table, now) if rule.where is not None else None
-    rows = where_true(excluded(in_window(df, now - rule.over, now), rule), where)
+    """Reference: findings of `rule` over the table window `df`, in the normalised output shape."""
+    rows = _matching(rule, in_window(df, now - rule.over, now), now)
     inputs = rule.template_inputs()
     carried = [c for c in inputs if c not in rule.group_by]
     groups = rows.groupBy(*rule.group_by).agg(F.max("ts").alias("_last"), newest_of(carried))
@@ -38,3 +54,15 @@ def plan_absent(rule: AbsentRule, df: DataFrame, now: datetime, stale_after: tim
         return F.when(value > F.lit(silent), severity), F.when(value > F.lit(silent), threshold)
 
     return emit(groups, rule, inputs, judge=judge, judge_key=(silent, critical))
+
+
+def fold_absent(rule: AbsentRule, state: DataFrame | None, rows: DataFrame, now: datetime,
+                stale_after: timedelta) -> DataFrame:
+    """Each group's newest matching row after adding `rows`; groups not seen in `over` are dropped."""
+    new = _matching(rule, rows, now)
+    return newest_per_series(gathered(state, new), rule.group_by).where(F.col("ts") >= F.lit(now - rule.over))
+
+
+def judge_absent(rule: AbsentRule, state: DataFrame, now: datetime, stale_after: timedelta) -> DataFrame:
+    """Findings of `rule` from each group's newest matching row: plan_absent over them."""
+    return plan_absent(rule, state, now, stale_after)

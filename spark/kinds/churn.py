@@ -1,10 +1,13 @@
-"""The `churn` plan: how often the set of `member` values of each `by` group changed within `over:`.
+"""The `churn` kind: how often the set of `member` values of each `by` group changed within `over:`.
 
 Per sample time (one collection cycle stamps all its rows with one ts) the members of a group
 form a sorted set; the value is the number of samples whose set differs from the previous
 sample's. A sample time at which a group has no matching row is skipped, not an empty set.
 Levels are evaluated per row and the largest of the newest sample is used. The newest set is
 the template value `members`. A group whose newest sample is older than stale_after is no_data.
+
+Kept state: one row per group and sample time in `over` (its sorted member set, levels and
+template columns, `churn_samples`); a cycle's rows of a group are summarised once, when folded.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from pyspark.sql import functions as F
 from rules.kinds.churn import ChurnRule
 from spark.column_cache import per_rule
 from spark.expressions import compile_expression
-from spark.kinds.common import excluded, in_window, newest_of, unpack_newest, where_true
+from spark.kinds.common import excluded, gathered, in_window, newest_of, unpack_newest, where_true
 from spark.kinds.levels import LEVEL_COLUMNS, emit, level_columns
 
 
@@ -43,7 +46,7 @@ def _columns(rule: ChurnRule, now: datetime) -> _Columns:
     where = compile_expression(rule.where.tree, table, now) if rule.where is not None else None
     others = [c for c in rule.template_inputs() if c not in by]
     levels = list(LEVEL_COLUMNS.values())
-    carried_aggs = [*[F.max(c).alias(c) for c in levels], *[F.first(c).alias(c) for c in others]]
+    carried_aggs = [*[F.max(c).alias(c) for c in levels], *[F.min(c).alias(c) for c in others]]
     previous = F.lag("_set").over(Window.partitionBy(*by).orderBy("ts"))
     carried = [*others, *levels, "_set"]
     return _Columns(
@@ -55,16 +58,22 @@ def _columns(rule: ChurnRule, now: datetime) -> _Columns:
     )
 
 
-def plan_churn(rule: ChurnRule, df: DataFrame, now: datetime, stale_after: timedelta) -> DataFrame:
-    """Findings of `rule` over the table window `df`, in the normalised output shape."""
+def churn_samples(rule: ChurnRule, rows: DataFrame, now: datetime) -> DataFrame:
+    """One row per `by` group and sample time: its sorted member set (`_set`), levels and template columns."""
     by = rule.group_by
     columns = per_rule(rule, "churn", lambda: _columns(rule, now))
-    rows = where_true(excluded(in_window(df, now - rule.over, now), rule), columns.where)
-    rows = rows.withColumns(columns.levels)
+    rows = where_true(excluded(rows, rule), columns.where).withColumns(columns.levels)
     # Members repeat on every row they hold (one per queue): dropping the repeats in a plain hash
     # aggregate first leaves collect_set a set of clients per group, not of queues.
     members = rows.groupBy(*by, "ts", columns.member).agg(*columns.member_aggs)
-    per_sample = members.groupBy(*by, "ts").agg(*columns.sample_aggs).withColumn("_changed", columns.changed)
+    return members.groupBy(*by, "ts").agg(*columns.sample_aggs)
+
+
+def judge_churn(rule: ChurnRule, samples: DataFrame, now: datetime, stale_after: timedelta) -> DataFrame:
+    """Findings of `rule` from its groups' samples (churn_samples) within `over`."""
+    by = rule.group_by
+    columns = per_rule(rule, "churn", lambda: _columns(rule, now))
+    per_sample = in_window(samples, now - rule.over, now).withColumn("_changed", columns.changed)
     groups = per_sample.groupBy(*by).agg(*columns.group_aggs)
     groups = unpack_newest(groups, columns.carried).withColumns({
         "_fresh": F.col("_last") >= F.lit(now - stale_after),
@@ -73,8 +82,13 @@ def plan_churn(rule: ChurnRule, df: DataFrame, now: datetime, stale_after: timed
     return emit(groups, rule, rule.template_inputs(), ("members",))
 
 
-def plan_churn_from_sets(rule: ChurnRule, groups: DataFrame, now: datetime, stale_after: timedelta) -> DataFrame:
-    """Findings of `rule` from its groups' counted changes (spark/churn_sets.py candidates: by columns,
-    `_value`, `_last`, levels, `members`, template columns): the same as plan_churn's."""
-    return emit(groups.withColumn("_fresh", F.col("_last") >= F.lit(now - stale_after)), rule,
-                rule.template_inputs(), ("members",))
+def plan_churn(rule: ChurnRule, df: DataFrame, now: datetime, stale_after: timedelta) -> DataFrame:
+    """Reference: findings of `rule` over the table window `df`, in the normalised output shape."""
+    return judge_churn(rule, churn_samples(rule, in_window(df, now - rule.over, now), now), now, stale_after)
+
+
+def fold_churn(rule: ChurnRule, state: DataFrame | None, rows: DataFrame, now: datetime,
+               stale_after: timedelta) -> DataFrame:
+    """The groups' samples in `over` after summarising `rows` (whole collection cycles)."""
+    new = churn_samples(rule, rows, now)
+    return gathered(state, new).where(F.col("ts") >= F.lit(now - rule.over))

@@ -129,3 +129,19 @@ def seconds_between(later: Column | str, earlier: Column | str) -> Column:
 
 def _seconds_between(later: Column, earlier: Column) -> Column:
     return (F.unix_micros(later) - F.unix_micros(earlier)).cast("double") / 1_000_000
+
+
+def gathered(state: DataFrame | None, rows: DataFrame) -> DataFrame:
+    """A kept frame and the rows folded into it, as one partition.
+
+    Every kept frame is one partition: the aggregates, windows and joins of its fold and of the
+    rules judged from it then need no shuffle (a checkpoint keeps its partitioning), and a cycle's
+    parallelism is across frames and rules, one task each. Unioned frames would otherwise add a
+    partition every cycle.
+    """
+    return (rows if state is None else state.unionByName(rows)).coalesce(1)
+
+
+def fold_newest(state: DataFrame | None, rows: DataFrame, key: tuple[str, ...], start: datetime) -> DataFrame:
+    """Each series' newest row after adding `rows`; series with nothing since `start` are dropped."""
+    return newest_per_series(gathered(state, rows), key).where(F.col("ts") >= F.lit(start))

@@ -1,4 +1,4 @@
-"""The `growth` plan: increase (or rate) of a value per series over the rule's `over:` window.
+"""The `growth` kind: increase (or rate) of a value per series over the rule's `over:` window.
 
 Semantics:
 - Samples are the rows of the series in [now - over, now] matching `where`.
@@ -9,6 +9,10 @@ Semantics:
 - A series needs two samples to have a growth; one with a single fresh sample gives nothing.
 - Levels are evaluated on the newest sample; a series whose newest sample is older than
   stale_after is no_data. `by` coarser than the key reduces the series' growths (`reduce:`).
+
+Kept state: the rule's own samples in `over` (rows passing `where`), one per series and cycle. A
+growth rule watches few series (DLQ and retry queues, master brokers), and the increase needs
+every step inside the window, so the samples themselves are the smallest exact state.
 """
 
 from __future__ import annotations
@@ -22,7 +26,15 @@ from pyspark.sql import functions as F
 from rules.kinds.growth import GrowthRule
 from spark.column_cache import per_rule
 from spark.expressions import compile_expression
-from spark.kinds.common import excluded, in_window, newest_of, seconds_between, unpack_newest, where_true
+from spark.kinds.common import (
+    excluded,
+    gathered,
+    in_window,
+    newest_of,
+    seconds_between,
+    unpack_newest,
+    where_true,
+)
 from spark.kinds.levels import LEVEL_COLUMNS, finish, level_columns
 
 
@@ -60,7 +72,7 @@ def _columns(rule: GrowthRule, now: datetime) -> _Columns:
 
 
 def plan_growth(rule: GrowthRule, df: DataFrame, now: datetime, stale_after: timedelta) -> DataFrame:
-    """Findings of `rule` over the table window `df`, in the normalised output shape."""
+    """Reference: findings of `rule` over the table window `df`, in the normalised output shape."""
     columns = per_rule(rule, "growth", lambda: _columns(rule, now))
     rows = where_true(excluded(in_window(df, now - rule.over, now), rule), columns.where).withColumns(columns.sample)
     if columns.step is not None:
@@ -71,3 +83,16 @@ def plan_growth(rule: GrowthRule, df: DataFrame, now: datetime, stale_after: tim
         "_value": columns.value,
     })
     return finish(series, rule, rule.template_inputs())
+
+
+def fold_growth(rule: GrowthRule, state: DataFrame | None, rows: DataFrame, now: datetime,
+                stale_after: timedelta) -> DataFrame:
+    """The rule's samples in `over` after adding `rows`: the rows passing `exclude` and `where`."""
+    columns = per_rule(rule, "growth", lambda: _columns(rule, now))
+    new = where_true(excluded(rows, rule), columns.where)
+    return gathered(state, new).where(F.col("ts") >= F.lit(now - rule.over))
+
+
+def judge_growth(rule: GrowthRule, state: DataFrame, now: datetime, stale_after: timedelta) -> DataFrame:
+    """Findings of `rule` from its kept samples: plan_growth over them."""
+    return plan_growth(rule, state, now, stale_after)

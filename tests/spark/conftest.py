@@ -1,4 +1,8 @@
-"""Fixtures for the rule-kind tests: a store written cycle by cycle, rules evaluated at NOW."""
+"""Fixtures for the rule-kind tests: a store written cycle by cycle, rules evaluated at NOW.
+
+`evaluate` runs both paths, the reference (full window) and the incremental engine (a fresh
+Evaluator folding every committed cycle), and fails when they disagree: every kind test is also a
+differential test of its kind's fold and judge."""
 
 from __future__ import annotations
 
@@ -13,7 +17,8 @@ from daemon.store.writer import ParquetStore
 from rules.findings import Finding
 from rules.loader import load_rule_files
 from spark.evaluate import Evaluator
-from tests.spark.kind_samples import NOW, STALE, rule_yaml
+from spark.reference import evaluate_reference
+from tests.spark.kind_samples import NOW, STALE, comparable, rule_yaml
 
 
 @pytest.fixture
@@ -39,10 +44,9 @@ def evaluate(spark: Any, tmp_path: Path) -> Callable[..., list[Finding]]:
         path = tmp_path / "rules.yaml"
         path.write_text(rule_yaml(*rules))
         loaded = load_rule_files([path]).rules
-        # Newest-sample pruning forced on and single-partition reading off: the kind tests check the
-        # plans big stores get (the scenario and rule-pack tests run on small stores, which are
-        # read unpruned and as one partition).
-        return Evaluator(spark, tmp_path / "store", prune_min_rows=0, one_partition_max_rows=0).evaluate(
-            loaded, now, stale_after)
+        reference = evaluate_reference(spark, tmp_path / "store", loaded, now, stale_after)
+        incremental = Evaluator(spark, tmp_path / "store").evaluate(loaded, now, stale_after)
+        assert comparable(incremental) == comparable(reference), "the kept state judged otherwise than the window"
+        return reference
 
     return run

@@ -4,11 +4,7 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
-
-import pyarrow as pa
-import pyarrow.parquet as pq
 
 NOW = datetime(2026, 11, 21, 12, 0, 0, tzinfo=UTC)
 STALE = timedelta(seconds=60)
@@ -56,19 +52,9 @@ def rule_yaml(*rules: dict[str, Any]) -> str:
     return json.dumps({"groups": [{"name": "test", "rules": body}]})
 
 
-def findings_of(evaluator: Any, rules: list, now: datetime, stale_after: timedelta = STALE) -> list[tuple]:
-    """An evaluator's findings at `now` as sortable tuples (rule, labels, severity, value, threshold,
-    no_data, annotations), to compare two evaluators."""
-    found = evaluator.evaluate(rules, now, stale_after)
+def comparable(findings: list) -> list[tuple]:
+    """Findings as sortable tuples (rule, labels, severity, value, threshold, no_data, annotations),
+    to compare two evaluations."""
     return sorted((f.rule, sorted(f.labels.items()), f.severity, f.value, f.threshold, f.no_data,
-                   sorted(f.annotations.items())) for f in found)
+                   sorted(f.annotations.items())) for f in findings)
 
-
-def compact(root: Path, table: str, hour: str) -> None:
-    """Rewrite one hour of `table` as a single file under a new name, as compaction does."""
-    directory = next((root / table).glob(f"date=*/hour={hour}"))
-    files = sorted(directory.glob("*.parquet"))
-    merged = pa.concat_tables([pq.read_table(f) for f in files])
-    pq.write_table(merged, directory / "compacted-0001.parquet")
-    for f in files:
-        f.unlink()

@@ -105,11 +105,12 @@ def test_rules_with_windows_and_peers_read_views_cycle_by_cycle(write, evaluate)
     assert set(found) == {"DlqGrowing", "OneGroupLags"}
 
 
-def test_views_keep_each_series_newest_cycle_when_pruned_to_newest_times(write, spark, tmp_path):
+def test_views_keep_each_series_newest_cycle_whether_built_per_cycle_or_over_the_window(write, spark, tmp_path):
     """Rows that end at different cycles: every view series is judged at its own newest cycle, with the
-    peers of that cycle, whether or not the evaluator reads only the newest sample times."""
+    peers of that cycle, whether the view is built over the window (reference) or per folded cycle."""
     from rules.loader import load_rule_files
     from spark.evaluate import Evaluator
+    from spark.reference import evaluate_reference
     from tests.spark.kind_samples import NOW, STALE, rule_yaml
 
     old, new = at(40), at(10)
@@ -133,11 +134,10 @@ def test_views_keep_each_series_newest_cycle_when_pruned_to_newest_times(write, 
     ))
     rules = load_rule_files([rules_path]).rules
 
-    def summaries(prune_min_rows):
-        found = Evaluator(spark, tmp_path / "store", prune_min_rows=prune_min_rows).evaluate(rules, NOW, STALE)
+    def summaries(found):
         return sorted((f.rule, f.annotations["summary"], f.value) for f in found)
 
     expected = [("Owners", "0: a@1", 1.0), ("Owners", "2: a@1,b@1", 2.0),
                 ("Peers", "fine: 0/0", 0.0), ("Peers", "gone: 0/1", 8000.0)]
-    assert summaries(None) == expected
-    assert summaries(0) == expected
+    assert summaries(evaluate_reference(spark, tmp_path / "store", rules, NOW, STALE)) == expected
+    assert summaries(Evaluator(spark, tmp_path / "store").evaluate(rules, NOW, STALE)) == expected

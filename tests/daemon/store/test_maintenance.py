@@ -14,6 +14,7 @@ from config.models import MaintenanceConfig
 from daemon.store.layout import QUARANTINE
 from daemon.store.maintenance import maintain_store, recover_store
 from daemon.store.writer import ParquetStore, partition_dir
+from spark.store_layout import commit_dir, list_commits
 
 NOW = datetime(2026, 11, 22, 12, 20, tzinfo=UTC)
 
@@ -185,3 +186,26 @@ def test_a_compaction_cut_between_the_renames_is_completed_without_doubling_rows
     recover_store(tmp_path)
     assert live.is_dir() and not staged.exists() and not old.exists()
     assert _rows_in(live) == 12 and len(list(live.glob("*.parquet"))) == 1
+
+
+def test_a_commit_cut_short_leaves_its_files_and_loses_only_its_marker_temp(tmp_path, caplog):
+    store = ParquetStore(tmp_path)
+    _fill(store, datetime(2026, 11, 22, 12, 0, tzinfo=UTC), 2)
+    markers = commit_dir(tmp_path, NOW)
+    stale = markers / ".20261122T121000000000-0badf00d.json.tmp"
+    stale.write_text('{"ts": ')
+    os.utime(stale, (time.time() - 3600, time.time() - 3600))
+    writing = markers / ".20261122T121900000000-12345678.json.tmp"  # a cycle committing right now
+    writing.write_text('{"ts": ')
+    empty = markers / "20261122T121500000000-cafecafe.json"  # renamed, then power lost
+    empty.touch()
+    files_before = sorted(tmp_path.rglob("*.parquet"))
+
+    with caplog.at_level(logging.WARNING):
+        report = recover_store(tmp_path)
+
+    assert not stale.exists() and writing.exists() and not empty.exists()
+    assert (tmp_path / QUARANTINE / empty.relative_to(tmp_path)).is_file()
+    assert len(report.markers) == 2 and str(stale) in caplog.text
+    assert sorted(tmp_path.rglob("*.parquet")) == files_before  # data files are never touched
+    assert len(list_commits(tmp_path, NOW.replace(minute=0), NOW)) == 2

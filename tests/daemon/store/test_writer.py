@@ -55,3 +55,14 @@ def test_each_cycle_appends_a_new_file(tmp_path):
     assert written == {"consumer_queue": 1, "process_queue": 0}
     assert len(list((tmp_path / "consumer_queue").rglob("*.parquet"))) == 2
     assert not (tmp_path / "process_queue").exists()
+
+
+def test_a_cycle_with_one_invalid_table_writes_no_file_and_no_marker(tmp_path):
+    ts = datetime(2026, 11, 21, 23, 38, tzinfo=UTC)
+    bad = _row(ts)
+    del bad["broker_offset"]
+    health = [{"ts": ts, "cluster": "DefaultCluster", "target": "t", "call": "c", "ok": True, "latency_ms": 1.0}]
+    with pytest.raises(ValueError, match="broker_offset"):
+        ParquetStore(tmp_path).append_all({"collector_health": health, "consumer_queue": [bad]}, ts)
+    # Checked before anything is written: no file of the cycle's valid table either.
+    assert not [p for p in tmp_path.rglob("*") if p.is_file()]

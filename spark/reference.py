@@ -1,0 +1,120 @@
+"""The reference path: every rule evaluated over its full window at one `now`, written to be read.
+
+Each stored table is read once over the longest window any of its rules (or any view built on it)
+needs; views are built from those windows; every rule's plan (its kind's `plan`, spark/kinds/)
+runs over its table or view; the plans are unioned and collected in one job. Nothing is kept
+between calls: this is what the incremental engine (spark/evaluate.py) must agree with at every
+cycle, and what `eval --at`, `replay`, `analyze`, `test-rules` and `diagnose` use.
+
+    findings = evaluate_reference(get_session(), "/var/lib/rocketwatch/store", rules, now,
+                                  stale_after=timedelta(seconds=60))
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timedelta
+from functools import reduce
+from pathlib import Path
+
+from pyspark.sql import DataFrame, SparkSession
+
+from rules.findings import Finding
+from rules.kinds.base import RuleBase
+from rules.tables import TABLES
+from spark.kinds import KINDS
+from spark.kinds.common import OUTPUT_COLUMNS, lookback
+from spark.render import to_finding
+from spark.store_reader import as_utc, partition_paths, read_window, window_rows
+from spark.views import VIEW_DEFS, compute_view
+
+log = logging.getLogger(__name__)
+
+# Up to this many rows a table window is read as one partition: every plan above it then runs
+# without a shuffle (diagnose, rule tests and small clusters read a few hundred rows).
+ONE_PARTITION_MAX_ROWS = 1_000_000
+
+
+def needed(rule: RuleBase, stale_after: timedelta) -> timedelta:
+    """How far before `now` a rule reads: the stale lookback, or its `over:` window plus stale_after."""
+    return max(lookback(stale_after), rule.window() + stale_after)
+
+
+def sources(name: str) -> tuple[str, ...]:
+    """The stored tables a table or view name reads."""
+    return VIEW_DEFS[name].sources if name in VIEW_DEFS else (name,)
+
+
+def window_starts(rules: Sequence[RuleBase], now: datetime, stale_after: timedelta) -> dict[str, datetime]:
+    """Where each stored table's window starts when `rules` are evaluated at `now`."""
+    now = as_utc(now)
+    starts: dict[str, datetime] = {}
+    for rule in rules:
+        start = now - needed(rule, rule.stale_after or stale_after)
+        for source in sources(rule.table):
+            starts[source] = min(start, starts.get(source, start))
+    return starts
+
+
+def plan_reference(spark: SparkSession, store_root: str | Path, rules: Sequence[RuleBase], now: datetime,
+                   stale_after: timedelta) -> DataFrame | None:
+    """The union of every rule's output over its full window at `now`; None when no rule has samples."""
+    now = as_utc(now)
+    windows = read_windows(spark, store_root, window_starts(rules, now, stale_after), now)
+    by_table: dict[str, list[RuleBase]] = defaultdict(list)
+    for rule in rules:
+        by_table[rule.table].append(rule)
+    outputs: list[DataFrame] = []
+    for name, table_rules in by_table.items():
+        if sources(name)[0] not in windows.present:
+            continue  # no samples at all: nothing to find, and nothing was ever seen to call no_data
+        frame = compute_view(name, windows.frames) if name in VIEW_DEFS else windows.frames[name]
+        for rule in table_rules:
+            try:
+                outputs.append(KINDS[rule.kind].plan(rule, frame, now, rule.stale_after or stale_after))
+            except Exception:
+                # One rule Spark cannot plan must not blind every other rule of the cycle.
+                log.exception("rule %s: cannot build its plan; skipped this evaluation", rule.alert)
+    if not outputs:
+        return None
+    return reduce(DataFrame.unionByName, outputs).select(*OUTPUT_COLUMNS)
+
+
+class Windows:
+    """Each stored table's window as a DataFrame, and which of them hold any file."""
+
+    def __init__(self, frames: Mapping[str, DataFrame], present: set[str]) -> None:
+        self.frames = frames
+        self.present = present
+
+
+def read_windows(spark: SparkSession, store_root: str | Path, starts: Mapping[str, datetime],
+                 now: datetime) -> Windows:
+    """Each table read once over [start, now]; small windows as one partition (no shuffle above)."""
+    frames: dict[str, DataFrame] = {}
+    present: set[str] = set()
+    for name, start in starts.items():
+        table = TABLES[name]
+        if partition_paths(store_root, table, start, now):
+            present.add(name)
+        # A view's optional source with no files still needs a typed (empty) frame to join.
+        small = window_rows(store_root, table, start, now) <= ONE_PARTITION_MAX_ROWS
+        frames[name] = read_window(spark, store_root, table, start, now, one_partition=small)
+    return Windows(frames, present)
+
+
+def collect_findings(plan: DataFrame | None, rules: Sequence[RuleBase]) -> list[Finding]:
+    """The collected rows of `plan` as Findings, sorted by rule and labels."""
+    rows = plan.collect() if plan is not None else []
+    by_name = {r.alert: r for r in rules}
+    findings = [to_finding(by_name[row["rule"]], row.asDict()) for row in rows]
+    findings.sort(key=lambda f: (f.rule, sorted(f.labels.items())))
+    return findings
+
+
+def evaluate_reference(spark: SparkSession, store_root: str | Path, rules: Sequence[RuleBase], now: datetime,
+                       stale_after: timedelta) -> list[Finding]:
+    """Findings of `rules` at `now` from their full windows; series older than `stale_after` are no_data."""
+    return collect_findings(plan_reference(spark, store_root, rules, now, stale_after), rules)

@@ -1,0 +1,133 @@
+"""CycleState: everything the evaluation engine carries from one cycle to the next, in one place.
+
+The state is a cache of the store's history, never a second source of truth: dropping it and
+folding every committed cycle of the window again (a rebuild) gives the same findings.
+
+- `newest`: per table or view read by threshold and peer rules, each series' newest row;
+- `kept`: per rule of the other kinds, its kind's state (stall runs, growth samples, absent
+  last-seen rows, churn member sets; spark/kinds/<kind>.py says what each holds);
+- which committed cycles are folded in: their names, and per cluster the newest one's ts.
+
+Every frame is local-checkpointed (held by Spark's block manager, lineage cut), so a cycle's
+plans reference last cycle's results, never the history that built them. A cycle's new frames
+are computed by the same collect that judges the rules (spark/evaluate.py), and the frames they
+replace are freed only then.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from pyspark.sql import DataFrame
+
+from spark.store_layout import Commit
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Frames:
+    """The kept frames: each series' newest row per table or view, and each rule's kind state."""
+
+    newest: dict[str, DataFrame] = field(default_factory=dict)
+    kept: dict[str, DataFrame] = field(default_factory=dict)
+
+    def all(self) -> list[DataFrame]:
+        """Every kept frame."""
+        return [*self.newest.values(), *self.kept.values()]
+
+    def materialize(self) -> None:
+        """Compute every frame the cycle's collect did not (a rule whose plan failed), so that none
+        depends on the frames it was folded from once those are released."""
+        for frame in self.all():
+            if not is_checkpointed(frame):
+                frame.count()
+
+    def release(self, keep: Frames | None = None) -> None:
+        """Free the blocks of every frame, except those also in `keep`."""
+        kept = {id(f) for f in keep.all()} if keep is not None else set()
+        for frame in self.all():
+            if id(frame) not in kept:
+                release(frame)
+
+
+@dataclass
+class CycleState:
+    """The kept state of one Evaluator, valid for one set of rules and stale_after (`signature`)."""
+
+    signature: str
+    horizon: timedelta
+    frames: Frames = field(default_factory=Frames)
+    folded_at: datetime | None = None
+    folded: dict[str, datetime] = field(default_factory=dict)
+    cursor: dict[str, datetime] = field(default_factory=dict)
+
+    def doubt(self, signature: str, now: datetime, commits: Sequence[Commit]) -> str | None:
+        """Why this state cannot be brought to `now` by folding `commits`, or None when it can."""
+        if signature != self.signature:
+            return "the rules or stale_after changed"
+        if self.folded_at is not None and now < self.folded_at:
+            return f"evaluation time went back from {self.folded_at:%H:%M:%S} to {now:%H:%M:%S}"
+        if self.folded_at is not None and now - self.folded_at > self.horizon:
+            return f"no evaluation for {now - self.folded_at}, longer than the longest window ({self.horizon})"
+        for commit in self.unfolded(commits):
+            late = [c for c in commit.clusters if c in self.cursor and commit.ts <= self.cursor[c]]
+            if late:
+                return (f"cycle {commit.name} of cluster {', '.join(late)} committed after a newer one of the "
+                        f"same cluster was folded")
+        return None
+
+    def unfolded(self, commits: Iterable[Commit]) -> list[Commit]:
+        """The commits not folded yet, in commit order."""
+        return [c for c in commits if c.name not in self.folded and c.clusters]
+
+    def copy_frames(self) -> Frames:
+        """The kept frames as they are (a cycle with nothing new to fold)."""
+        return Frames(dict(self.frames.newest), dict(self.frames.kept))
+
+    def replace(self, frames: Frames, commits: Iterable[Commit], now: datetime) -> None:
+        """Keep `frames`, folded from `commits` at `now`; the frames they replace are freed."""
+        self.frames.release(keep=frames)
+        self.frames = frames
+        for commit in commits:
+            self.folded[commit.name] = commit.ts
+            for cluster in commit.clusters:
+                if cluster not in self.cursor or commit.ts > self.cursor[cluster]:
+                    self.cursor[cluster] = commit.ts
+        self.folded_at = now
+        # Commits older than the horizon are never listed again.
+        self.folded = {name: ts for name, ts in self.folded.items() if ts >= now - self.horizon}
+
+    def release(self) -> None:
+        """Free every kept frame (the state is being dropped)."""
+        self.frames.release()
+        self.frames = Frames()
+
+
+def checkpoint(frame: DataFrame) -> DataFrame:
+    """`frame` to be held in Spark's block manager with its lineage cut, once the cycle's collect
+    has computed it (one job for the fold and the judgement instead of one per frame)."""
+    return frame.localCheckpoint(eager=False)
+
+
+def _checkpointed_rdd(frame: DataFrame) -> object:
+    return frame._jdf.queryExecution().logical().rdd()  # noqa: SLF001
+
+
+def is_checkpointed(frame: DataFrame) -> bool:
+    """Whether a kept frame's blocks are computed (its lineage cut)."""
+    try:
+        return bool(_checkpointed_rdd(frame).isCheckpointed())
+    except Exception:  # not a checkpoint (an empty frame): nothing to compute
+        return True
+
+
+def release(frame: DataFrame) -> None:
+    """Unpersist the blocks behind a local-checkpointed frame (freed only at a JVM GC otherwise)."""
+    try:
+        _checkpointed_rdd(frame).unpersist(False)
+    except Exception:  # a frame that is not a checkpoint (an empty one) holds no blocks
+        log.debug("kept frame holds no checkpointed blocks", exc_info=True)

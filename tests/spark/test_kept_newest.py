@@ -1,0 +1,50 @@
+"""Each series' newest row, kept between cycles (CycleState.newest), judges as the window does."""
+
+from pathlib import Path
+
+from rules.loader import load_rule_files
+from spark.evaluate import Evaluator
+from spark.reference import evaluate_reference
+from tests.spark.kind_samples import NOW, STALE, at, comparable, cq_row, rule_yaml
+
+RULES = (
+    {"alert": "Lagging", "kind": "threshold", "table": "consumer_queue", "value": "lag", "above": {"warning": 100}},
+    {"alert": "GroupLagging", "kind": "threshold", "table": "consumer_queue", "value": "lag", "by": ["cluster", "group"],
+     "reduce": "sum", "above": {"warning": 100}},
+    {"alert": "Stalled", "kind": "stall", "table": "consumer_queue", "value": "consumer_offset", "while": "lag > 0",
+     "over": "2m"},
+)
+
+
+def _cycle(seconds_ago: int, offset: int) -> list[dict]:
+    return [cq_row(at(seconds_ago), "stuck", 0, broker_offset=5000, consumer_offset=10),
+            cq_row(at(seconds_ago), "fine", 1, broker_offset=offset, consumer_offset=offset)]
+
+
+def _rules(tmp_path: Path):
+    path = tmp_path / "rules.yaml"
+    path.write_text(rule_yaml(*RULES))
+    return load_rule_files([path]).rules
+
+
+def test_a_row_written_twice_is_still_one_finding(spark, write, tmp_path):
+    # The newest cycle holds the stuck queue's row twice (a cycle written again after a crash).
+    cycles = [row for minute in range(6) for row in _cycle(300 - 60 * minute, 100 * minute)]
+    write("consumer_queue", [*cycles, cq_row(at(0), "stuck", 0, broker_offset=5000, consumer_offset=10)])
+    rules, root = _rules(tmp_path), tmp_path / "store"
+    evaluator = Evaluator(spark, root)
+    found = comparable(evaluator.evaluate(rules, NOW, STALE))
+    assert found == comparable(evaluate_reference(spark, root, rules, NOW, STALE))
+    assert [rule for rule, *_ in found] == ["GroupLagging", "Lagging", "Stalled"]
+    assert evaluator.state.frames.newest["consumer_queue"].count() == 2  # one row per series
+
+
+def test_a_series_gone_quiet_keeps_its_older_row(spark, write, tmp_path):
+    # The stuck queue missed the last cycle: it is judged on its row of a minute ago.
+    cycles = [row for minute in range(6) for row in _cycle(300 - 60 * minute, 100 * minute)]
+    write("consumer_queue", [row for row in cycles if not (row["ts"] == at(0) and row["group"] == "stuck")])
+    rules, root = _rules(tmp_path), tmp_path / "store"
+    found = comparable(Evaluator(spark, root).evaluate(rules, NOW, STALE))
+    assert found == comparable(evaluate_reference(spark, root, rules, NOW, STALE))
+    assert ("Lagging", "stuck", 4990.0, False) in [(rule, dict(labels)["group"], value, no_data)
+                                                   for rule, labels, _, value, _, no_data, _ in found]
