@@ -13,6 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from daemon.store.writer import partition_dir
+from spark.store_layout import write_commit
 from tests.helpers.daemon_proc import free_port, log_tail, start_daemon, wait_until
 from tests.helpers.slack_server import SlackServer
 from tests.helpers.smtp_server import SmtpServer
@@ -70,10 +71,13 @@ def test_a_failing_receiver_and_a_failing_evaluation_are_alerted_through_the_oth
             assert rows and all(r["cluster"] == "rocketwatch" for r in rows)
             assert max(r["outbox_depth"] for r in rows) >= 1
 
-            # A file no Parquet reader accepts, where every cycle's evaluation reads.
-            broken = partition_dir(store, "collector_health", datetime.now(UTC)) / "00000000-broken.parquet"
+            # A committed cycle whose file no Parquet reader accepts (a disk that lost its bytes):
+            # every evaluation must read it, from the kept state's fold or from the full window.
+            now = datetime.now(UTC)
+            broken = partition_dir(store, "collector_health", now) / "00000000-broken.parquet"
             broken.parent.mkdir(parents=True, exist_ok=True)
             broken.write_bytes(b"PAR1 not really")
+            write_commit(store, now, {"collector_health": [broken]}, {"collector_health": 1}, ["lab"])
             wait_until(lambda: _mailed(smtp, "RocketwatchEvaluationFailing"), 90, "the evaluation self-alert", log)
             assert "evaluation failed" in log.read_text()
             broken.unlink()

@@ -7,7 +7,7 @@ import pytest
 
 from daemon.diagnose.collect import Sample
 from daemon.diagnose.rules_eval import builtin_rules, judgeable, rehearse
-from spark.evaluate import Evaluator
+import spark.reference
 
 TS = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
 
@@ -25,14 +25,14 @@ def _first_sample() -> Sample:
 def planned(monkeypatch) -> list[tuple[str, bool]]:
     """(table, planned something) for every plan the rehearsal asks Spark for."""
     calls: list[tuple[str, bool]] = []
-    real = Evaluator.plan
+    real = spark.reference.plan_reference
 
-    def plan(self, rules, now, stale_after):
-        result = real(self, rules, now, stale_after)
+    def plan(session, root, rules, now, stale_after):
+        result = real(session, root, rules, now, stale_after)
         calls.append((rules[0].table, result is not None))
         return result
 
-    monkeypatch.setattr(Evaluator, "plan", plan)
+    monkeypatch.setattr(spark.reference, "plan_reference", plan)
     return calls
 
 
