@@ -22,10 +22,14 @@ CYCLE_SETTINGS = {
 
 
 @contextmanager
-def cycle_settings(spark: SparkSession) -> Iterator[None]:
-    """CYCLE_SETTINGS for the duration of the block; the session's own settings are restored afterwards."""
-    before = {name: spark.conf.get(name, None) for name in CYCLE_SETTINGS}
-    for name, value in CYCLE_SETTINGS.items():
+def cycle_settings(spark: SparkSession, partitions: int = 1) -> Iterator[None]:
+    """CYCLE_SETTINGS for the duration of the block, and `partitions` shuffle partitions when a fold
+    is spread over more than one; the session's own settings are restored afterwards."""
+    settings = dict(CYCLE_SETTINGS)
+    if partitions > 1:
+        settings["spark.sql.shuffle.partitions"] = str(partitions)
+    before = {name: spark.conf.get(name, None) for name in settings}
+    for name, value in settings.items():
         spark.conf.set(name, value)
     try:
         yield

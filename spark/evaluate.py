@@ -30,7 +30,7 @@ from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
 
-from rules.expressions import calls_now
+from rules.expressions import calls_now, columns_used
 from rules.findings import Finding
 from rules.kinds.base import RuleBase
 from rules.tables import TABLES, VIEWS
@@ -46,8 +46,22 @@ from spark.views import VIEW_DEFS, compute_view
 
 log = logging.getLogger(__name__)
 
-# Up to this many new rows per table are read as one partition (no shuffle above the read).
+# A cycle whose new rows hold at most this many rows per table keeps every frame in one partition
+# (a steady cycle up to ~1M queue series: one collection cycle). Bigger folds, a rebuild over a
+# big window, are spread over one partition per PARTITION_ROWS rows of the biggest table: at 160k
+# queue series a rebuild folds 5M rows per table, and one partition each ran the 1 GiB heap out.
 ONE_PARTITION_MAX_ROWS = 1_000_000
+PARTITION_ROWS = 500_000
+
+
+def partitions_for(commits: Sequence[Commit]) -> int:
+    """How many partitions each kept frame gets when `commits` are folded (1 for a steady cycle)."""
+    rows: dict[str, int] = defaultdict(int)
+    for commit in commits:
+        for table, count in commit.rows.items():
+            rows[table] += count
+    biggest = max(rows.values(), default=0)
+    return 1 if biggest <= ONE_PARTITION_MAX_ROWS else -(-biggest // PARTITION_ROWS)
 
 
 def keeps_state(rule: RuleBase) -> bool:
@@ -56,6 +70,16 @@ def keeps_state(rule: RuleBase) -> bool:
     if KINDS[rule.kind].fold is None:
         return True
     return not any(calls_now(e.tree) for e in rule.expressions().values())
+
+
+def columns_read(rule: RuleBase) -> set[str]:
+    """The columns of its table a rule reads: its expressions', templates', labels' and exclusions'."""
+    names = {name for expression in rule.expressions().values() for name in columns_used(expression.tree)}
+    names |= {*rule.template_inputs(), *rule.group_by, *rule.exclude}
+    for attribute in ("member", "peers_by"):  # peer rules
+        value = getattr(rule, attribute, None)
+        names |= {value} if isinstance(value, str) else set(value or ())
+    return names
 
 
 def _signature(rules: Sequence[RuleBase], stale_after: timedelta) -> str:
@@ -85,11 +109,12 @@ class Evaluator:
         # 2. A state that cannot be trusted is dropped: folding the whole window rebuilds it.
         state, why = self._trusted(_signature(kept, stale_after), horizon, now, commits)
         new = state.unfolded(commits)
-        with cycle_settings(self.spark):
+        partitions = partitions_for(new)
+        with cycle_settings(self.spark, partitions):
             try:
                 # 3. Fold the new cycles' rows into each kept frame, and 4. judge every rule from the
                 # folded frames: one plan, one collect, which computes the folded frames too.
-                folded = self._fold(state, new, kept, now, stale_after) if new else state.copy_frames()
+                folded = self._fold(state, new, kept, now, stale_after, partitions) if new else state.copy_frames()
                 outputs = self._judge(folded, kept, now, stale_after)
                 if others and (reference := plan_reference(self.spark, self.store_root, others, now, stale_after)):
                     outputs.append(reference)
@@ -120,24 +145,29 @@ class Evaluator:
         return self.state, why
 
     def _fold(self, state: CycleState, commits: Sequence[Commit], rules: Sequence[RuleBase], now: datetime,
-              stale_after: timedelta) -> Frames:
+              stale_after: timedelta, partitions: int) -> Frames:
         """Every kept frame with the rows of `commits` folded in (computed by the cycle's collect)."""
-        rows = _NewRows(self.spark, self.store_root, commits)
+        rows = _NewRows(self.spark, self.store_root, commits, partitions)
         folded = Frames()
         newest_lookback: dict[str, timedelta] = {}
+        newest_columns: dict[str, set[str]] = defaultdict(set)
         for rule in rules:
             if KINDS[rule.kind].fold is None:
                 back = lookback(rule.stale_after or stale_after)
                 newest_lookback[rule.table] = max(back, newest_lookback.get(rule.table, back))
+                newest_columns[rule.table] |= columns_read(rule)
         for name, back in newest_lookback.items():
-            folded.newest[name] = checkpoint(fold_newest(state.frames.newest.get(name), rows.get(name), _key(name),
-                                                         now - back))
+            # Only the columns its rules read: at 160k queue series whole rows of every table did not
+            # fit the driver's storage memory and were spilled to disk each cycle.
+            columns = [c for c in rows.get(name).columns if c in newest_columns[name] or c in (*_key(name), "ts")]
+            folded.newest[name] = checkpoint(fold_newest(state.frames.newest.get(name), rows.get(name).select(*columns),
+                                                         _key(name), now - back, partitions))
         for rule in rules:
             fold = KINDS[rule.kind].fold
             if fold is not None:
                 stale = rule.stale_after or stale_after
                 folded.kept[rule.alert] = checkpoint(fold(rule, state.frames.kept.get(rule.alert),
-                                                          rows.get(rule.table), now, stale))
+                                                          rows.get(rule.table), now, stale, partitions))
         return folded
 
     def _judge(self, frames: Frames, rules: Sequence[RuleBase], now: datetime,
@@ -174,10 +204,11 @@ def _key(name: str) -> tuple[str, ...]:
 class _NewRows:
     """The rows of the cycles being folded, per table, and the views built from them."""
 
-    def __init__(self, spark: SparkSession, store_root: Path, commits: Sequence[Commit]) -> None:
+    def __init__(self, spark: SparkSession, store_root: Path, commits: Sequence[Commit], partitions: int) -> None:
         self.spark = spark
         self.store_root = store_root
         self.commits = commits
+        self.partitions = partitions
         self._frames: dict[str, DataFrame] = {}
 
     def get(self, name: str) -> DataFrame:
@@ -186,7 +217,6 @@ class _NewRows:
             if name in VIEW_DEFS:
                 self._frames[name] = compute_view(name, {s: self.get(s) for s in sources(name)})
             else:
-                rows = sum(c.rows.get(name, 0) for c in self.commits)
                 self._frames[name] = read_commits(self.spark, self.store_root, TABLES[name], self.commits,
-                                                  one_partition=rows <= ONE_PARTITION_MAX_ROWS)
+                                                  one_partition=self.partitions == 1)
         return self._frames[name]

@@ -1,5 +1,5 @@
 """Read one table's samples from the Parquet store, opening only the files holding them: over a time
-window, at given times, or the rows of given committed cycles."""
+window (the reference path), or the rows of given committed cycles (the kept state's fold)."""
 
 from __future__ import annotations
 
@@ -28,9 +28,8 @@ from spark.store_layout import (
 )
 
 __all__ = [
-    "FileFacts", "as_utc", "file_facts", "files_at", "newest_committed", "one_cycle", "overlapping_files",
-    "partition_paths", "read_at", "read_commits", "read_window", "rows_at", "window_files", "window_rows",
-    "with_derived",
+    "FileFacts", "as_utc", "file_facts", "newest_committed", "overlapping_files", "partition_paths", "read_commits",
+    "read_window", "window_files", "window_rows", "with_derived",
 ]
 
 
@@ -53,27 +52,11 @@ class FileFacts:
     high: datetime | None
 
 
-# Footer facts by (path, size, mtime): files are written once under a new name (compaction writes
-# new files), so facts never go stale, and every cycle would otherwise re-read ~30 footers per
-# table, several times.
-_facts: dict[tuple[str, int, int], FileFacts] = {}
-_FACTS_CACHE_MAX = 100_000
-
-
 def file_facts(path: str | Path) -> FileFacts:
-    """The footer facts of one store file (cached)."""
-    stat = Path(path).stat()
-    key = (str(path), stat.st_size, stat.st_mtime_ns)
-    facts = _facts.get(key)
-    if facts is None:
-        if len(_facts) >= _FACTS_CACHE_MAX:
-            _facts.clear()
-        facts = _facts[key] = _read_facts(str(path))
-    return facts
-
-
-def _read_facts(path: str) -> FileFacts:
-    meta = pq.read_metadata(path)
+    """The footer facts of one store file (a footer read: the reference path reads a window's ~30
+    files per table once per evaluation, and the fold only the files of a compacted hour)."""
+    Path(path).stat()  # FileNotFoundError for a file compaction replaced since it was listed
+    meta = pq.read_metadata(str(path))
     index = meta.schema.to_arrow_schema().get_field_index("ts")
     low = high = None
     for group in range(meta.num_row_groups):
@@ -86,14 +69,6 @@ def _read_facts(path: str) -> FileFacts:
     return FileFacts(meta.num_rows, low, high)
 
 
-def one_cycle(paths: Sequence[str | Path]) -> bool:
-    """True when every file of `paths` holds rows of one and the same ts (from footers): one
-    collection cycle, which stamps everything it writes with its ts."""
-    bounds = {(facts.low, facts.high) for facts in map(file_facts, paths)}
-    low, high = next(iter(bounds))
-    return len(bounds) == 1 and low is not None and low == high
-
-
 def overlapping_files(root: str | Path, table: Table, start: datetime, end: datetime) -> list[Path]:
     """The files of `table` whose rows' ts range (from footers) meets [start, end]; a file without
     statistics counts. The hour being written holds up to 120 cycles, of which a 15-minute window
@@ -101,20 +76,9 @@ def overlapping_files(root: str | Path, table: Table, start: datetime, end: date
     return [path for path, _ in _overlapping(root, table, start, end)]
 
 
-def files_at(root: str | Path, table: Table, times: Sequence[datetime]) -> list[Path]:
-    """The files of `table` whose rows' ts range holds one of `times` (a file without statistics counts)."""
-    return [path for path, _ in _holding(root, table, times)]
-
-
 def window_rows(root: str | Path, table: Table, start: datetime, end: datetime) -> int:
     """Rows in the Parquet files of `table` holding rows in [start, end], from their footers."""
     return sum(facts.rows for _, facts in _overlapping(root, table, start, end))
-
-
-def rows_at(root: str | Path, table: Table, times: Sequence[datetime]) -> int:
-    """Rows of the files of `table` whose ts range holds one of `times` (from footers): what a read
-    of those times scans at most (a file without statistics counts whole)."""
-    return sum(facts.rows for _, facts in _holding(root, table, times))
 
 
 def _overlapping(root: str | Path, table: Table, start: datetime, end: datetime) -> list[tuple[Path, FileFacts]]:
@@ -160,14 +124,6 @@ def read_window(spark: SparkSession, root: str | Path, table: Table, start: date
     """
     keep = (F.col("ts") >= F.lit(as_utc(start))) & (F.col("ts") <= F.lit(as_utc(end)))
     return _read(spark, table, overlapping_files(root, table, start, end), keep, one_partition)
-
-
-def read_at(spark: SparkSession, root: str | Path, table: Table, times: Sequence[datetime],
-            one_partition: bool = False) -> DataFrame:
-    """Samples of `table` taken at one of `times`, read from the files holding them only."""
-    # A literal IN list, not a join: a file holding other cycles too is cut down by its statistics.
-    keep = F.col("ts").isin([as_utc(t) for t in times]) if times else F.lit(False)
-    return _read(spark, table, files_at(root, table, times) if times else [], keep, one_partition)
 
 
 def read_commits(spark: SparkSession, root: str | Path, table: Table, commits: Iterable[Commit],

@@ -2,8 +2,8 @@
 
 Each kind's module (spark/kinds/<kind>.py) holds, side by side:
 - `plan(rule, window, now, stale_after)`: the reference, findings over the table's full window;
-- `fold(rule, state, new_rows, now, stale_after)`: the kept state after the newly committed
-  cycles' rows (None: the kind reads only each series' newest row, kept once per table);
+- `fold(rule, state, new_rows, now, stale_after, partitions)`: the kept state after the newly
+  committed cycles' rows, in at most `partitions` partitions (None: the kind reads only each series' newest row, kept once per table);
 - `judge(rule, state, now, stale_after)`: findings from the kept state, equal to plan's.
 Every function returns rows in the shape of spark.kinds.common.OUTPUT_COLUMNS (fold returns its
 state). rules.kinds.KINDS lists the same kinds (a test checks).
@@ -26,7 +26,7 @@ from spark.kinds.stall import fold_stall, judge_stall, plan_stall
 from spark.kinds.threshold import plan_threshold
 
 Plan = Callable[[Any, DataFrame, datetime, timedelta], DataFrame]
-Fold = Callable[[Any, DataFrame | None, DataFrame, datetime, timedelta], DataFrame]
+Fold = Callable[[Any, DataFrame | None, DataFrame, datetime, timedelta, int], DataFrame]
 
 
 @dataclass(frozen=True)

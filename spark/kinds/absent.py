@@ -57,10 +57,10 @@ def plan_absent(rule: AbsentRule, df: DataFrame, now: datetime, stale_after: tim
 
 
 def fold_absent(rule: AbsentRule, state: DataFrame | None, rows: DataFrame, now: datetime,
-                stale_after: timedelta) -> DataFrame:
+                stale_after: timedelta, partitions: int) -> DataFrame:
     """Each group's newest matching row after adding `rows`; groups not seen in `over` are dropped."""
     new = _matching(rule, rows, now)
-    return newest_per_series(gathered(state, new), rule.group_by).where(F.col("ts") >= F.lit(now - rule.over))
+    return newest_per_series(gathered(state, new, partitions), rule.group_by).where(F.col("ts") >= F.lit(now - rule.over))
 
 
 def judge_absent(rule: AbsentRule, state: DataFrame, now: datetime, stale_after: timedelta) -> DataFrame:

@@ -88,7 +88,7 @@ def plan_churn(rule: ChurnRule, df: DataFrame, now: datetime, stale_after: timed
 
 
 def fold_churn(rule: ChurnRule, state: DataFrame | None, rows: DataFrame, now: datetime,
-               stale_after: timedelta) -> DataFrame:
+               stale_after: timedelta, partitions: int) -> DataFrame:
     """The groups' samples in `over` after summarising `rows` (whole collection cycles)."""
     new = churn_samples(rule, rows, now)
-    return gathered(state, new).where(F.col("ts") >= F.lit(now - rule.over))
+    return gathered(state, new, partitions).where(F.col("ts") >= F.lit(now - rule.over))

@@ -131,17 +131,19 @@ def _seconds_between(later: Column, earlier: Column) -> Column:
     return (F.unix_micros(later) - F.unix_micros(earlier)).cast("double") / 1_000_000
 
 
-def gathered(state: DataFrame | None, rows: DataFrame) -> DataFrame:
-    """A kept frame and the rows folded into it, as one partition.
+def gathered(state: DataFrame | None, rows: DataFrame, partitions: int) -> DataFrame:
+    """A kept frame and the rows folded into it, in at most `partitions` partitions (no shuffle).
 
-    Every kept frame is one partition: the aggregates, windows and joins of its fold and of the
-    rules judged from it then need no shuffle (a checkpoint keeps its partitioning), and a cycle's
-    parallelism is across frames and rules, one task each. Unioned frames would otherwise add a
-    partition every cycle.
+    A steady cycle folds one collection cycle into frames of one row per series: each frame is then
+    one partition, so the aggregates, windows and joins of its fold and of the rules judged from it
+    need no shuffle (a checkpoint keeps its partitioning), and a cycle's parallelism is across
+    frames and rules, one task each. A rebuild over a big window is spread over more partitions
+    (spark/evaluate.py picks them). Unioned frames would otherwise add partitions every cycle.
     """
-    return (rows if state is None else state.unionByName(rows)).coalesce(1)
+    return (rows if state is None else state.unionByName(rows)).coalesce(partitions)
 
 
-def fold_newest(state: DataFrame | None, rows: DataFrame, key: tuple[str, ...], start: datetime) -> DataFrame:
+def fold_newest(state: DataFrame | None, rows: DataFrame, key: tuple[str, ...], start: datetime,
+                partitions: int) -> DataFrame:
     """Each series' newest row after adding `rows`; series with nothing since `start` are dropped."""
-    return newest_per_series(gathered(state, rows), key).where(F.col("ts") >= F.lit(start))
+    return newest_per_series(gathered(state, rows, partitions), key).where(F.col("ts") >= F.lit(start))

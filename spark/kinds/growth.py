@@ -86,11 +86,11 @@ def plan_growth(rule: GrowthRule, df: DataFrame, now: datetime, stale_after: tim
 
 
 def fold_growth(rule: GrowthRule, state: DataFrame | None, rows: DataFrame, now: datetime,
-                stale_after: timedelta) -> DataFrame:
+                stale_after: timedelta, partitions: int) -> DataFrame:
     """The rule's samples in `over` after adding `rows`: the rows passing `exclude` and `where`."""
     columns = per_rule(rule, "growth", lambda: _columns(rule, now))
     new = where_true(excluded(rows, rule), columns.where)
-    return gathered(state, new).where(F.col("ts") >= F.lit(now - rule.over))
+    return gathered(state, new, partitions).where(F.col("ts") >= F.lit(now - rule.over))
 
 
 def judge_growth(rule: GrowthRule, state: DataFrame, now: datetime, stale_after: timedelta) -> DataFrame:

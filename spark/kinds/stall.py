@@ -111,7 +111,7 @@ def _next_run(acc: Column, x: Column) -> Column:
 
 
 def fold_stall(rule: StallRule, state: DataFrame | None, rows: DataFrame, now: datetime,
-               stale_after: timedelta) -> DataFrame:
+               stale_after: timedelta, partitions: int) -> DataFrame:
     """The kept runs after folding `rows` (samples newer than every kept one) into `state`."""
     key = list(rule.table_def.key)
     carried = _carried(rule)
@@ -125,7 +125,7 @@ def fold_stall(rule: StallRule, state: DataFrame | None, rows: DataFrame, now: d
     )
     if state is None:
         state = new.sparkSession.createDataFrame([], _state_schema(rule, new))
-    joined = state.coalesce(1).join(new.coalesce(1), key, "full_outer")
+    joined = state.coalesce(partitions).join(new.coalesce(partitions), key, "full_outer")
     begin = F.struct(F.col("_rv").alias("v"), F.coalesce(F.col("_rok"), F.lit(False)).alias("ok"),
                      F.coalesce(F.col("_run"), F.array().cast(_RUN)).alias("run"))
     run = F.aggregate(F.coalesce(F.col("_new"), F.array().cast("array<struct<ts:timestamp,v:double,w:boolean,"

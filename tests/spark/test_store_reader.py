@@ -6,7 +6,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from rules.tables import TABLES
-from spark.store_reader import files_at, read_at, read_window, rows_at, window_rows
+from spark.store_reader import read_window, window_rows
 from tests.spark.kind_samples import NOW, at, cq_row
 
 CONSUMER_QUEUE = TABLES["consumer_queue"]
@@ -35,15 +35,3 @@ def test_a_window_opens_only_the_files_of_its_cycles(spark, write, tmp_path):
     assert window_rows(root, CONSUMER_QUEUE, start, NOW) == 60
     assert {row["ts"] for row in frame.select("ts").distinct().collect()} == {at(30 * k).replace(tzinfo=None)
                                                                            for k in range(1, 31)}
-
-
-def test_the_newest_times_are_read_from_the_files_holding_them(spark, write, tmp_path):
-    _hour_of_cycles(write)
-    root = tmp_path / "store"
-    times = [at(30), at(600)]
-    frame = read_at(spark, root, CONSUMER_QUEUE, times, one_partition=True)
-    assert len(frame.inputFiles()) == 2 == len(files_at(root, CONSUMER_QUEUE, times))
-    assert rows_at(root, CONSUMER_QUEUE, times) == 4
-    assert sorted((row["ts"], row["queue_id"]) for row in frame.select("ts", "queue_id").collect()) == sorted(
-        (t.replace(tzinfo=None), q) for t in times for q in (0, 1))
-    assert read_at(spark, root, CONSUMER_QUEUE, []).count() == 0
