@@ -5,9 +5,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+import spark.reference
 from daemon.diagnose.collect import Sample
 from daemon.diagnose.rules_eval import builtin_rules, judgeable, rehearse
-import spark.reference
 
 TS = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
 
