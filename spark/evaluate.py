@@ -4,7 +4,7 @@ judges every rule from it, so it costs what changed, not the whole window (DESIG
     evaluator = Evaluator(get_session(), "/var/lib/rocketwatch/store")
     findings = evaluator.evaluate(ruleset.rules, now, stale_after=timedelta(seconds=60))
 
-A cycle, top to bottom (Evaluator.plan):
+A cycle, top to bottom (Evaluator.evaluate):
 1. list the cycles committed in the longest window (spark/store_layout.py);
 2. when the kept state cannot be trusted (first cycle, rules changed, a gap longer than the
    window, time going back, a cycle committed out of order within a cluster), start from an
@@ -12,7 +12,8 @@ A cycle, top to bottom (Evaluator.plan):
 3. read the rows of the cycles not folded yet, build the views from them (a view joins one
    cycle's tables on ts), and fold them into each kept frame (spark/state.py);
 4. judge every rule from the kept frames (its kind's `judge`, spark/kinds/) and union them into
-   one plan, collected once.
+   one plan. Its one collect also computes the folded frames (lazy local checkpoints), and the
+   frames they replace are freed after it.
 Rules whose folded expressions call now() cannot keep state and are evaluated by the reference
 path (spark/reference.py) in the same plan. The findings are those of the reference path over
 the same committed cycles (tests/spark/test_incremental.py checks it cycle by cycle).

@@ -93,7 +93,8 @@ class Walk:
     fired: dict[str, set[str]] = field(default_factory=dict)  # rule -> severities it fired with
     resolved: set[str] = field(default_factory=set)  # rules with an instance that fired and later was gone
     no_data: set[str] = field(default_factory=set)
-    late_commits: int = 0
+    late_commits: int = 0  # cycles committed after a newer cycle (of another cluster)
+    behind_evaluated: int = 0  # cycles committed after an evaluation at a later `now`
     accounts: list[str] = field(default_factory=list)  # Evaluator.last_cycle after each evaluation
 
     def story(self) -> str:
@@ -125,7 +126,12 @@ def evaluation_points(cycles: Sequence[Cycle], profile: Profile, rng: random.Ran
     for n, cycle in enumerate(cycles, start=1):
         newest = max(newest, cycle.ts)
         if n == len(cycles) or newest >= due or n in around:
-            points.append(Point(n, newest + timedelta(milliseconds=rng.randint(500, 5000))))
+            # The daemon's clock: a few seconds past the newest cycle, and never back (after a late commit
+            # the newest ts has not moved, the clock has).
+            now = newest + timedelta(milliseconds=rng.randint(500, 5000))
+            if points and now <= points[-1].now:
+                now = points[-1].now + timedelta(milliseconds=rng.randint(500, 3000))
+            points.append(Point(n, now))
             due = max(due, newest + spacing * rng.uniform(0.6, 1.4))
         following = cycles[n].ts if n < len(cycles) else None
         if following is not None and following - newest > 4 * INTERVAL:
@@ -199,6 +205,8 @@ def walk(spark: Any, root: Path, seed: int, profile: Profile) -> Walk:
             cycle = cycles[committed]
             if newest is not None and cycle.ts < newest:
                 result.late_commits += 1
+            if number > 1 and cycle.ts < points[number - 2].now:
+                result.behind_evaluated += 1  # an evaluation already judged a `now` past this cycle
             newest = cycle.ts if newest is None else max(newest, cycle.ts)
             store.append_all(cycle.tables, cycle.ts)
             committed += 1
@@ -289,6 +297,8 @@ def counter_resets(cycles: Sequence[Cycle]) -> int:
 
 def test_histories_hold_late_commits_a_pause_resets_and_stale_series(walked: Walk) -> None:
     assert walked.late_commits > 0, "no cycle was committed after a newer cycle of another cluster"
+    assert walked.behind_evaluated > 0, "no cycle was committed after an evaluation at a later time"
+    assert all(a.now < b.now for a, b in itertools.pairwise(walked.points)), "the evaluation clock went back"
     assert any(p.in_pause for p in walked.points), "no evaluation with minutes of nothing new"
     assert walked.no_data, "no series ever went stale (no_data)"
     assert counter_resets(walked.cycles) > 0, "no counter reset"
