@@ -60,7 +60,7 @@ def test_the_report_names_group_queue_client_and_cause(incident, spark):
     assert any("OrderTopic queue 3: committed offset 0" in s for s in said)
     assert any(s.startswith("failGroup: 1842 message(s) in %DLQ%failGroup") for s in said)
     assert not any(s.startswith("healthyGroup") for s in said)  # the healthy group is not blamed
-    assert ("/".join(("", "logs", "notes.txt")) in p for p, _ in report.skipped)
+    assert any("/".join(("", "logs", "notes.txt")) in str(p) for p, _ in report.skipped)
 
     text = render.text(report)
     assert "WHAT WAS FOUND" in text and "rebalance_assigned" in text and "8 queue(s)" in text
