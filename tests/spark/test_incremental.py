@@ -11,6 +11,7 @@ some evaluation point on, compared the same way. Many histories share one store 
 cluster, and every rule keys by cluster), so each point costs two Spark jobs whatever their number.
 
     RW_DIFF_PROFILE=long .venv/bin/python -m pytest tests/spark/test_incremental.py   # more seeds and cycles
+    RW_DIFF_SEEDS=2 .venv/bin/python -m pytest tests/spark/test_incremental.py        # replay one seed
 """
 
 from __future__ import annotations
