@@ -95,7 +95,8 @@ def load_config(path: str | os.PathLike[str]) -> RocketwatchConfig:
             loc = tuple(err["loc"])
             line, col = _position(data, loc)
             field = ".".join(str(p) for p in loc)
-            message = "unknown field (check its spelling)" if err["type"] == "extra_forbidden" else err["msg"]
+            message = ("unknown field (check its spelling)" if err["type"] == "extra_forbidden"
+                       else str(err["msg"]).removeprefix("Value error, "))
             errors.append(ConfigError(name, line, col, field, message))
         raise ConfigLoadError(errors) from None
     # Relative paths in the file are relative to the file, not to wherever systemd started us.
@@ -104,4 +105,10 @@ def load_config(path: str | os.PathLike[str]) -> RocketwatchConfig:
     if config.store_path is not None:
         config.store_path = (base / config.store_path).resolve()
     config.rules = [r if r == "builtin" else str((base / r).resolve()) for r in config.rules]
+    missing = [ConfigError(name, *_position(data, ("rules", i)), f"rules.{i}",
+                           f"no such file or directory: {r} (write builtin, a rule file or a directory of them)")
+               for i, r in enumerate(config.rules) if r != "builtin" and not Path(r).exists()]
+    if missing:
+        # Said here, at the line that names the path, rather than by the rule loader without a position.
+        raise ConfigLoadError(missing)
     return config

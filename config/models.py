@@ -21,6 +21,7 @@ from pydantic import (
 from config.matchers import parse_matcher
 from config.receivers import ReceiverConfig
 from config.routing import HeartbeatConfig, RouteConfig, TimeIntervalConfig
+from config.zones import iana_zone
 from rules.durations import Size, parse_duration
 from rules.overrides import RuleOverride
 
@@ -73,6 +74,21 @@ class LogSource(_Strict):
     tz: str | None = Field(None, description="zone of the timestamps; default GMT+8 (broker side), UTC (4.9 client)")
     broker: str | None = Field(None, description="broker name for store/broker logs; default from the directory")
     host: str | None = Field(None, description="host the files come from; default this host")
+
+    @field_validator("tz")
+    @classmethod
+    def _zone(cls, value: str | None) -> str | None:
+        if value is None:
+            return value
+        from daemon.logparse.lines import zone_of
+
+        try:
+            zone_of(value)  # ValueError with its own sentence for an unknown name
+        except OSError:
+            # zone_of lets a region folder (`Asia`) through as IsADirectoryError: say what it is.
+            iana_zone(value.strip())
+            raise ValueError(f"unknown time zone {value!r}") from None
+        return value
 
 
 class NamePatterns(_Strict):

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import re
 from datetime import timedelta
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from config.matchers import parse_matcher
+from config.zones import iana_zone
 from rules.durations import Duration
 
 WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
@@ -81,10 +81,7 @@ class TimeIntervalSpec(_Strict):
     @field_validator("location")
     @classmethod
     def _zone(cls, value: str) -> str:
-        try:
-            ZoneInfo(value)
-        except (ZoneInfoNotFoundError, ValueError):
-            raise ValueError(f"unknown time zone {value!r}; write an IANA name such as Europe/Berlin") from None
+        iana_zone(value)
         return value
 
 

@@ -148,14 +148,18 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     from daemon.simulator import list_scenarios, start_simulator
 
     if args.list:
+        print("times are at --time-scale 1 from when serving starts; `From the start` means already there")
         for name, description in list_scenarios().items():
             print(f"{name:<18} {description}")
         return 0
+    if args.time_scale <= 0:
+        print("rocketwatch simulate: --time-scale must be more than 0", file=sys.stderr)
+        return 2
     host, _, port = args.listen.rpartition(":")
 
     async def serve() -> None:
         sim = await start_simulator(args.scenario, host=host or "127.0.0.1", namesrv_port=int(port or 0),
-                                    server_version=args.broker_version)
+                                    server_version=args.broker_version, time_scale=args.time_scale)
         print(f"scenario {args.scenario}: namesrv {sim.namesrv_addr}", flush=True)
         for name, addr in sorted(sim.broker_addrs.items()):
             print(f"  broker {name} {addr}", flush=True)
@@ -189,6 +193,8 @@ def cmd_tables(args: argparse.Namespace) -> int:
 # Further subcommands live in modules of their own, each with `register(subparsers)`; they must
 # import nothing heavy at module level (no pyspark), so `rocketwatch check` stays JVM-free.
 COMMAND_MODULES: list[str] = ["daemon.cli_rules", "daemon.cli_silence", "daemon.cli_diagnose", "daemon.cli_analyze"]
+# Commands that start Spark: each takes --log-level, Spark's own lines reach the terminal only at debug.
+SPARK_COMMANDS = ("run", "demo", "diagnose", "analyze", "eval", "replay", "test-rules")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -227,6 +233,8 @@ def build_parser() -> argparse.ArgumentParser:
     simulate.add_argument("--list", action="store_true", help="list the scenarios")
     simulate.add_argument("--broker-version", type=int, default=407,
                           help="MQVersion ordinal the brokers answer with: 407 = 4.9.7 (default), 479 = 5.3.3")
+    simulate.add_argument("--time-scale", type=float, default=1.0,
+                          help="multiply the scenario's event times by this (0.1: ten times sooner)")
     simulate.set_defaults(func=cmd_simulate)
 
     tables = sub.add_parser("tables", help="print the sample tables and their columns")
@@ -234,18 +242,40 @@ def build_parser() -> argparse.ArgumentParser:
 
     for module in COMMAND_MODULES:
         importlib.import_module(module).register(sub)
+    for name in SPARK_COMMANDS:
+        command = sub.choices.get(name)
+        if command is not None and "--log-level" not in command._option_string_actions:
+            command.add_argument("--log-level", default="warning",
+                                 help="debug also shows Spark's own lines and where its log file is")
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `rocketwatch` console script."""
     args = build_parser().parse_args(argv)
+    if getattr(args, "log_level", None) is not None:
+        _setup_logging(args.log_level)  # before Spark starts: debug decides where its lines go
     try:
         return args.func(args)
     except BrokenPipeError:
         # `rocketwatch tables | head`: the reader left; that is not an error.
         sys.stderr.close()
         return 0
+    except Exception as exc:
+        line = _spark_failure(exc)
+        if line is None:
+            raise
+        print(f"rocketwatch {args.command}: {line}", file=sys.stderr)
+        return 1
+
+
+def _spark_failure(exc: Exception) -> str | None:
+    # Spark's stack traces are in its log file; the terminal gets one line that names it.
+    if "spark.output" not in sys.modules:
+        return None  # no Spark was started: the error is rocketwatch's own
+    from spark.output import failure_line
+
+    return failure_line(exc)
 
 
 if __name__ == "__main__":

@@ -40,8 +40,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("paths", nargs="+", help="files or directories (searched recursively); .gz read too")
     parser.add_argument("--format", choices=("text", "json"), default="text")
     parser.add_argument("--html", help="also write a self-contained HTML report here")
-    parser.add_argument("--cluster", default="offline", help="cluster name to put on the rows")
-    parser.add_argument("--broker", help="broker name for store and broker logs (default: from the directory)")
+    parser.add_argument("--cluster", help="cluster name to put on the rows (default: as broker.log or the store's "
+                                          "topics.json names it)")
+    parser.add_argument("--broker", help="broker name for store dirs and broker-side logs (default: as broker.log, "
+                                         "the store's topics.json or a <broker>_<id> directory names it)")
     parser.add_argument("--client-tz", help="zone of 4.9.x client log times (default UTC; 5.x logs are GMT+8)")
     parser.add_argument("--step", default="1m", help="time between rule evaluations in the replay")
     parser.set_defaults(func=cmd_analyze)

@@ -41,4 +41,6 @@ def setup_logging(level: str, fmt: str = "text") -> None:
     root.setLevel(getattr(logging, level.upper(), logging.INFO))
     # py4j and APScheduler are chatty at INFO; their news is rarely an operator's.
     logging.getLogger("py4j").setLevel(logging.WARNING)
-    logging.getLogger("apscheduler").setLevel(logging.WARNING)
+    # APScheduler's warnings (a run skipped or missed) are told by the daemon in its own words
+    # (Daemon._on_skipped); its errors (a job that raised) still show.
+    logging.getLogger("apscheduler").setLevel(logging.ERROR)

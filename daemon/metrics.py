@@ -54,7 +54,9 @@ class DaemonMetrics:
         )
         self.spark_up = Gauge("rocketwatch_spark_up", "1 when the Spark session is running", registry=r)
         self.rules = Gauge("rocketwatch_rules", "Rules loaded", registry=r)
-        self.store_bytes = Gauge("rocketwatch_store_bytes", "Size of the sample store after maintenance", registry=r)
+        self.store_bytes = Gauge(
+            "rocketwatch_store_bytes", "Size of the sample store's files, measured at each scrape", registry=r
+        )
         self.store_moved_aside = Counter(
             "rocketwatch_store_files_moved_aside", "Partial or unreadable store files moved to _quarantine", registry=r
         )

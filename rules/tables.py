@@ -268,6 +268,11 @@ COLLECTOR_HEALTH = Table(
         Column("ok", BOOL, "the call succeeded"),
         Column("error", STRING, "what went wrong, for an operator", nullable=True),
         Column("latency_ms", FLOAT64, "time to answer or fail", "ms"),
+        # Per target, so a rule tells a broker that answers nothing from one that fails one call.
+        Column("target_ok_calls", INT64, "calls to the same target that succeeded in the same cycle", "calls",
+               nullable=True),
+        Column("target_failing", STRING, "the calls to the same target that failed in the same cycle, "
+               "comma separated (null when none did)", nullable=True),
     ),
 )
 

@@ -8,10 +8,14 @@ verifying Spark's classes. Java 17 can dump the classes a run loaded into an arc
 Archiving slows the JVM that does it, so no command archives itself: the first diagnose on a
 machine starts a detached warm-up (daemon/diagnose/warmup.py) that writes the archive under a
 temporary name and moves it into place once its JVM has exited; a temporary archive left by a
-warm-up that could not wait is adopted once it has not changed for a minute. The archive is keyed
-by the pyspark version and the java binary, and the JVM itself refuses an archive that does not
-match it (with -Xshare:auto it then runs without one), so a stale file costs only the speed-up.
-JVM logging goes to stderr only: diagnose's stdout may be JSON for a script.
+warm-up that could not wait is adopted once it has not changed for a minute.
+
+An archive is valid only for the JVM build that wrote it, the exact class path (each jar's path,
+size and time: two virtualenvs on one machine have the same pyspark version but their jars at
+other paths) and the JVM options that shape it. All of these are in its name, so a run only ever
+finds an archive written for it; one that does not match is never offered to the JVM, which would
+otherwise refuse it with a warning (with -Xshare:auto it then runs without one). JVM logging goes
+to stderr only (spark/output.py puts that into Spark's log): diagnose's stdout may be JSON.
 """
 
 from __future__ import annotations
@@ -35,22 +39,52 @@ def _cache_dir() -> Path:
     return Path(base) / "rocketwatch"
 
 
-def archive_path(cache: Path | None = None) -> Path | None:
-    """Where this pyspark + java pair's archive lives; None without a java on PATH or JAVA_HOME."""
+def archive_path(cache: Path | None = None, options: str = "") -> Path | None:
+    """Where the archive for this JVM, this pyspark install's jars and these JVM `options` lives;
+    None without a java on PATH or JAVA_HOME."""
     import pyspark
 
     java_home = os.environ.get("JAVA_HOME")
     java = str(Path(java_home) / "bin" / "java") if java_home else shutil.which("java")
     if java is None or not Path(java).exists():
         return None
-    real = Path(java).resolve()
-    ident = hashlib.sha256(f"{real}:{real.stat().st_mtime_ns}".encode()).hexdigest()[:12]
-    return (cache or _cache_dir()) / f"spark-{pyspark.__version__}-java-{ident}.jsa"
+    try:
+        key = "\n".join((_jvm_identity(Path(java).resolve()), _class_path_identity(), " ".join(options.split())))
+    except OSError:
+        return None  # a jar or the JVM changing under us: no archive this run
+    ident = hashlib.sha256(key.encode()).hexdigest()[:16]
+    return (cache or _cache_dir()) / f"spark-{pyspark.__version__}-{ident}.jsa"
 
 
-def java_options(cache: Path | None = None) -> str:
-    """JVM options that start from the archive; "" while there is none (or the cache is unusable)."""
-    final = archive_path(cache)
+def _jvm_identity(java: Path) -> str:
+    """The JVM build: the binary, its `release` file (version and build) and libjvm's size and time."""
+    home = java.parent.parent
+    parts = [f"{java}:{java.stat().st_mtime_ns}"]
+    release = home / "release"
+    if release.is_file():
+        parts.append(release.read_text(encoding="utf-8", errors="replace"))
+    for libjvm in sorted(home.glob("lib/*/libjvm.*")):
+        stat = libjvm.stat()
+        parts.append(f"{libjvm}:{stat.st_size}:{stat.st_mtime_ns}")
+    return "\n".join(parts)
+
+
+def _class_path_identity() -> str:
+    """Spark's class path as the JVM checks it against an archive: every jar's path, size and time."""
+    from pyspark.find_spark_home import _find_spark_home
+
+    jars = Path(_find_spark_home()) / "jars"  # as the launcher puts it on the class path, not resolved
+    entries = []
+    for jar in sorted(jars.glob("*.jar")):
+        stat = jar.stat()
+        entries.append(f"{jar}:{stat.st_size}:{stat.st_mtime_ns}")
+    return "\n".join(entries)
+
+
+def java_options(cache: Path | None = None, options: str = "") -> str:
+    """JVM options that start from the archive written for these JVM `options` (the other options the
+    JVM starts with); "" while there is none (or the cache is unusable)."""
+    final = archive_path(cache, options)
     if final is None:
         return ""
     try:

@@ -6,10 +6,11 @@ import os
 import sys
 import threading
 from collections.abc import Mapping
+from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from spark import column_cache
+from spark import column_cache, output
 
 # Measured on 2 cores: 200 shuffle partitions made small evaluations ~3.5x slower than 2 (DESIGN §10).
 # Adaptive execution on vs off: 0.55-0.71 s vs 0.61-0.71 s per evaluate (6,400-row window), i.e. noise;
@@ -49,11 +50,13 @@ _lock = threading.Lock()
 _session: SparkSession | None = None
 
 
-def get_session(master: str = "local[2]", conf: Mapping[str, str] | None = None) -> SparkSession:
+def get_session(master: str = "local[2]", conf: Mapping[str, str] | None = None,
+                log_file: Path | None = None) -> SparkSession:
     """The process's SparkSession, created on first call with `master` and `conf` (later calls reuse it).
 
     `master` may be `local[N]`, a cluster URL (`spark://…`, `yarn`, `k8s://…`) or a Spark Connect
-    address (`sc://host:15002`).
+    address (`sc://host:15002`). Spark's own output goes to `log_file` (a temporary file when None),
+    not to the terminal (spark/output.py); the first JVM of the process keeps its file.
     """
     global _session
     with _lock:
@@ -64,13 +67,32 @@ def get_session(master: str = "local[2]", conf: Mapping[str, str] | None = None)
         os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
         builder = SparkSession.builder.appName("rocketwatch")
         builder = builder.remote(master) if master.startswith("sc://") else builder.master(master)
-        for key, value in {**DEFAULTS, **(conf or {})}.items():
+        settings = {**DEFAULTS, **(conf or {})}
+        if not master.startswith("sc://"):
+            _launch_jvm(master, settings, log_file)
+        for key, value in settings.items():
             builder = builder.config(key, value)
         session = builder.getOrCreate()
         if not master.startswith("sc://"):
             session.sparkContext.setLogLevel("WARN")
         _session = session
         return session
+
+
+def _launch_jvm(master: str, settings: dict[str, str], log_file: Path | None) -> None:
+    """Start the driver JVM as pyspark would, but with its output on Spark's log file (`settings` gains
+    the logging options); nothing when this process already has a JVM (a session stopped and started again)."""
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    if SparkContext._gateway is not None:
+        return
+    out = output.prepare(log_file)
+    key = "spark.driver.extraJavaOptions"
+    settings[key] = output.java_options(out, settings.get(key, ""))
+    conf = SparkConf().setMaster(master).setAppName("rocketwatch").setAll(list(settings.items()))
+    # pyspark starts the JVM with this process's stdout and stderr unless told otherwise.
+    SparkContext._ensure_initialized(gateway=launch_gateway(conf, popen_kwargs=output.popen_kwargs(out)))
 
 
 def stop_session() -> None:

@@ -10,7 +10,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from daemon.analyze.identity import Names, resolve
 from daemon.analyze.inputs import Inputs
+from daemon.analyze.running_info import ClientSettings, read_consumer_status
 from daemon.diagnose.threads import StuckThread, blocking_kind, parse_any, stuck_threads
 from daemon.logparse import parse_log
 from daemon.logparse.lines import Problem, open_text
@@ -40,6 +42,8 @@ class Built:
     stuck: list[Stuck] = field(default_factory=list)
     idle_consume_threads: dict[str, int] = field(default_factory=dict)  # jvm -> idle threads in its last dump
     facts: dict[str, Any] = field(default_factory=dict)
+    clients: list[ClientSettings] = field(default_factory=list)  # from mqadmin consumerStatus outputs
+    names: Names = field(default_factory=lambda: Names("offline", False, {}))
 
     @property
     def span(self) -> tuple[datetime, datetime] | None:
@@ -61,17 +65,28 @@ class Built:
         return written
 
 
-def build(inputs: Inputs, cluster: str, client_tz: str | None = None, broker: str | None = None) -> Built:
+def build(inputs: Inputs, cluster: str | None = None, client_tz: str | None = None, broker: str | None = None) -> Built:
     """Parse every input; never raises for bad input, which becomes problems naming file and line."""
-    built = Built()
+    names = resolve(inputs.stores, [p for p, kind in inputs.logs if kind != "client"], broker, cluster)
+    built = Built(names=names)
+    cluster = names.cluster
     for path, kind in inputs.logs:
-        result = parse_log(path, cluster, kind=kind, tz=client_tz if kind == "client" else None, broker=broker)
+        result = parse_log(path, cluster, kind=kind, tz=client_tz if kind == "client" else None,
+                           broker=names.by_path.get(path))
         for table, rows in result.rows.items():
             built.rows[table].extend(rows)
         built.files.append((str(path), f"{kind} log", result.records))
         built.problems.extend(result.problems)
+    for path in inputs.consumer_status:
+        settings = read_consumer_status(path)
+        built.files.append((str(path), "mqadmin consumerStatus", int(settings is not None)))
+        if settings is None:
+            built.problems.append(Problem(str(path), 0, "mqadmin consumerStatus output without consumerGroup "
+                                                        "and maxReconsumeTimes: its properties block is cut"))
+        else:
+            built.clients.append(settings)
     for root in inputs.stores:
-        store = read_store_dir(root, cluster, broker or "broker")
+        store = read_store_dir(root, cluster, names.by_path.get(root) or "broker")
         for table, rows in store.rows.items():
             built.rows[table].extend(rows)
         built.files.append((str(root), "store directory", sum(len(r) for r in store.rows.values())))

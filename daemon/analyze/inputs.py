@@ -6,20 +6,30 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from daemon.logparse import detect_log_kind
+from daemon.analyze.running_info import is_consumer_status
+from daemon.logparse import detect_log_kind, detect_other_log
 from daemon.logparse.lines import open_text
 from daemon.storedir import is_store_dir
 
 _DUMP = re.compile(r'^(?:Full thread dump|"[^"]+" #\d+)', re.M)
+# RocketMQ's own logs that hold nothing analyze reads: named, and set aside as not used (not as errors).
+_NOT_USED = {
+    "watermark": "RocketMQ broker watermark.log (thread-pool queue sizes each second): not used",
+    "namesrv": "RocketMQ name server log: not used (analyze reads brokers and clients)",
+    "remoting": "RocketMQ remoting.log (one line per connection): not used",
+}
 
 
 @dataclass
 class Inputs:
-    """The paths sorted by what they are; `skipped` says why a path was not used."""
+    """The paths sorted by what they are; `unused` names RocketMQ files analyze has no use for,
+    `skipped` says why any other path was not read."""
 
     logs: list[tuple[Path, str]] = field(default_factory=list)  # (path, kind)
     stores: list[Path] = field(default_factory=list)
     dumps: list[Path] = field(default_factory=list)
+    consumer_status: list[Path] = field(default_factory=list)  # `mqadmin consumerStatus` outputs
+    unused: list[tuple[Path, str]] = field(default_factory=list)
     skipped: list[tuple[Path, str]] = field(default_factory=list)
 
 
@@ -61,7 +71,15 @@ def _logs_in(directory: Path, found: Inputs) -> None:
 def _classify(path: Path, found: Inputs) -> None:
     if is_thread_dump(path):
         found.dumps.append(path)
+    elif is_consumer_status(path):
+        found.consumer_status.append(path)
+    elif (other := detect_other_log(path)) is not None:
+        # Told before detect_log_kind: name server and remoting lines share the broker log's layout.
+        if other in _NOT_USED:
+            found.unused.append((path, _NOT_USED[other]))
+        else:
+            found.logs.append((path, other))
     elif (kind := detect_log_kind(path)) is not None:
         found.logs.append((path, kind))
     else:
-        found.skipped.append((path, "not a RocketMQ log, store directory or thread dump"))
+        found.skipped.append((path, "not a RocketMQ log, store directory, thread dump or mqadmin consumerStatus output"))

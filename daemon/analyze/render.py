@@ -9,6 +9,7 @@ from html import escape
 from typing import Any
 
 from daemon.analyze.report import Report
+from daemon.analyze.subject import what_was_analysed
 from daemon.charts.sparkline import svg_sparkline
 
 
@@ -17,10 +18,13 @@ def _t(moment: datetime) -> str:
 
 
 def display_events(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Events as shown: one line per rebalance (a client's new queues of a topic), not one per queue."""
+    """Events as shown: one line per rebalance (a client's new queues of a topic), not one per queue;
+    stats.log's per-minute figures are shown as figures (stats_lines), not as events."""
     shown: list[dict[str, Any]] = []
     merged: dict[tuple[Any, ...], dict[str, Any]] = {}
     for ev in events:
+        if ev["event"].startswith("stats_"):
+            continue
         if ev["event"] != "rebalance_assigned":
             shown.append(ev)
             continue
@@ -35,9 +39,23 @@ def display_events(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return shown
 
 
+_STATS = {"stats_topic_put": "stored", "stats_group_get": "pulled by", "stats_send_back": "sent back for retry by"}
+
+
+def stats_lines(events: list[dict[str, Any]]) -> list[str]:
+    """stats.log's figures per topic and group: peak and last per-minute TPS, zero series left out."""
+    series: dict[tuple[str, str, str], list[float]] = defaultdict(list)
+    for ev in events:
+        if ev["event"] in _STATS and ev["value"] is not None:
+            series[(ev["topic"] or "", ev["event"], ev["group"] or "")].append(ev["value"])
+    return [f"{topic:<28} {_STATS[event]}{' ' + group if group else ''}: up to {max(values):.2f}/s, "
+            f"last minute {values[-1]:.2f}/s"
+            for (topic, event, group), values in sorted(series.items()) if max(values) > 0]
+
+
 def text(report: Report) -> str:
     """Plain text, most important first: what was found, then what fired, then the details."""
-    out = [f"rocketwatch analyze — cluster {report.cluster}"]
+    out = [f"rocketwatch analyze — {what_was_analysed(report)}"]
     if report.span:
         out.append(f"covering {_t(report.span[0])} to {_t(report.span[1])}")
     out.append(f"read {len(report.files)} input(s): " + ", ".join(f"{what} {p}" for p, what, _ in report.files))
@@ -58,6 +76,9 @@ def text(report: Report) -> str:
         where = "/".join(str(x) for x in (e["topic"], e["broker"], e["queue_id"]) if x is not None)
         out.append(f"  {_t(e['ts'])}  {e['event']:<24} {e['group'] or '':<16} {where:<28} {e['client_id'] or ''}"
                    + (f" value={e['value']:g}" if e["value"] is not None else ""))
+    if stats := stats_lines(report.events):
+        out += ["", "BROKER STATS (stats.log, messages per second as RocketMQ prints them)"]
+        out += [f"  {line}" for line in stats]
     if report.stuck:
         out += ["", "STUCK THREADS"]
         out += [f"  {s.jvm}: {s.thread.thread} ({s.blocking}) at {s.thread.top_frame}, from {s.thread.app_frame}"
@@ -65,6 +86,8 @@ def text(report: Report) -> str:
     if report.problems or report.skipped:
         out += ["", "NOT READ"]
         out += [f"  {p}" for p in report.problems] + [f"  {path}: {why}" for path, why in report.skipped]
+    if report.unused:
+        out += ["", "NOT USED"] + [f"  {path}: {why}" for path, why in report.unused]
     return "\n".join(out) + "\n"
 
 
@@ -74,7 +97,9 @@ def as_json(report: Report) -> str:
         return {k: (v.isoformat() if isinstance(v, datetime) else v) for k, v in r.items()}
 
     return json.dumps({
-        "cluster": report.cluster,
+        "analysed": what_was_analysed(report),
+        "cluster": report.cluster if report.cluster_told else None,
+        "brokers": report.brokers,
         "span": [report.span[0].isoformat(), report.span[1].isoformat()] if report.span else None,
         "inputs": [{"path": p, "kind": what, "items": n} for p, what, n in report.files],
         "findings": [{"subject": f.subject, "what": f.what, "evidence": f.evidence} for f in report.findings],
@@ -87,6 +112,7 @@ def as_json(report: Report) -> str:
         "offsets": [row(o) for o in report.offsets],
         "problems": [str(p) for p in report.problems],
         "skipped": [{"path": p, "why": w} for p, w in report.skipped],
+        "not_used": [{"path": p, "why": w} for p, w in report.unused],
     }, indent=2)
 
 
@@ -101,8 +127,9 @@ border-left:4px solid #c62828;background:#fff}.muted{color:#757575}.chart{displa
 def html(report: Report) -> str:
     """A page that works offline: inline CSS and SVG, no script, no external resource."""
     e = escape
-    parts = [f"<!doctype html><html lang=en><head><meta charset=utf-8><title>rocketwatch analyze — {e(report.cluster)}"
-             f"</title><style>{_STYLE}</style></head><body><h1>rocketwatch analyze — {e(report.cluster)}</h1>"]
+    subject = e(what_was_analysed(report))
+    parts = [f"<!doctype html><html lang=en><head><meta charset=utf-8><title>rocketwatch analyze — {subject}"
+             f"</title><style>{_STYLE}</style></head><body><h1>rocketwatch analyze</h1><p>{subject}</p>"]
     if report.span:
         parts.append(f"<p>Covering {e(_t(report.span[0]))} to {e(_t(report.span[1]))}; "
                      f"{len(report.files)} input(s).</p>")
@@ -127,6 +154,9 @@ def html(report: Report) -> str:
         parts.append("<p class=muted>No built-in rule fired on these samples (logs alone carry no ProcessQueue "
                      "or lag series; the findings above come from reading them directly).</p>")
     parts.append(_events_table(report))
+    if stats := stats_lines(report.events):
+        parts.append("<h2 id=stats>Broker stats (stats.log, messages per second)</h2><ul>"
+                     + "".join(f"<li>{e(line)}</li>" for line in stats) + "</ul>")
     if report.stuck:
         parts.append("<h2 id=threads>Stuck threads</h2><table><tr><th>JVM</th><th>thread</th><th>waits on</th>"
                      "<th>top frame</th><th>called from</th></tr>")
@@ -136,6 +166,9 @@ def html(report: Report) -> str:
     if report.problems or report.skipped:
         parts.append("<h2 id=unread>Not read</h2><ul>" + "".join(f"<li>{e(str(p))}</li>" for p in report.problems)
                      + "".join(f"<li>{e(p)}: {e(w)}</li>" for p, w in report.skipped) + "</ul>")
+    if report.unused:
+        parts.append("<h2 id=unused>Not used</h2><ul>" + "".join(f"<li>{e(p)}: {e(w)}</li>" for p, w in report.unused)
+                     + "</ul>")
     parts.append("<p class=muted>Inputs: " + "; ".join(e(f"{w} {p}") for p, w, _ in report.files) + "</p>")
     return "".join(parts) + "</body></html>\n"
 

@@ -14,7 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from daemon.analyze.build import Built, Stuck, build
+from daemon.analyze.dead_letters import dead_letter_findings
+from daemon.analyze.finding import Finding
 from daemon.analyze.inputs import discover
+from daemon.analyze.membership import membership_findings
 from daemon.logparse.lines import Problem
 from daemon.replay import Transition, replay, steps
 
@@ -22,19 +25,12 @@ STALE_AFTER = timedelta(minutes=2)  # store.log writes a minute, snapshots stand
 
 
 @dataclass
-class Finding:
-    """One sentence an operator acts on, about one group (or the broker), with its evidence."""
-
-    subject: str
-    what: str
-    evidence: list[str] = field(default_factory=list)
-
-
-@dataclass
 class Report:
     """Everything `analyze` tells."""
 
     cluster: str
+    cluster_told: bool  # False: "offline", as neither the user nor any file named the cluster
+    brokers: list[str]  # the brokers whose store or logs were read, by name (none: unnamed or absent)
     files: list[tuple[str, str, int]]
     span: tuple[datetime, datetime] | None
     findings: list[Finding]
@@ -46,9 +42,11 @@ class Report:
     idle_consume_threads: dict[str, int]
     problems: list[Problem]
     skipped: list[tuple[str, str]]
+    unused: list[tuple[str, str]] = field(default_factory=list)  # RocketMQ files with nothing analyze reads
+    unnamed_broker_inputs: int = 0  # broker-side inputs whose broker no file named
 
 
-def analyze(paths: list[Path], cluster: str = "offline", client_tz: str | None = None, broker: str | None = None,
+def analyze(paths: list[Path], cluster: str | None = None, client_tz: str | None = None, broker: str | None = None,
             step: timedelta = timedelta(minutes=1), spark: Any = None) -> Report:
     """Read the paths, replay the built-in rules over their span, and assemble the report."""
     inputs = discover(paths)
@@ -56,7 +54,10 @@ def analyze(paths: list[Path], cluster: str = "offline", client_tz: str | None =
     timeline = _replay(built, step, spark) if built.span else []
     events = sorted(built.rows.get("log_event", []), key=lambda r: r["ts"])
     return Report(
-        cluster=cluster, files=built.files, span=built.span, findings=_findings(built, events),
+        cluster=built.names.cluster, cluster_told=built.names.cluster_told, brokers=built.names.brokers,
+        unused=[(str(p), why) for p, why in inputs.unused],
+        unnamed_broker_inputs=sum(1 for name in built.names.by_path.values() if not name),
+        files=built.files, span=built.span, findings=_findings(built, events),
         timeline=timeline, events=events,
         put_minutes=sorted(built.rows.get("broker", []), key=lambda r: r["ts"]),
         offsets=sorted(built.rows.get("consumer_queue", []), key=lambda r: (r["group"], r["topic"], r["queue_id"])),
@@ -75,9 +76,16 @@ def _replay(built: Built, step: timedelta, spark: Any) -> list[Transition]:
     with tempfile.TemporaryDirectory(prefix="rocketwatch-analyze-") as tmp:
         built.write(Path(tmp))
         session = spark or get_session()
-        start, end = built.span
-        times = list(steps(start, end + STALE_AFTER, step))
+        times = evaluation_times(built.span, step)
         return replay(partial(evaluate_reference, session, tmp), rules, {r.alert: r.timing for r in rules}, times, STALE_AFTER)
+
+
+def evaluation_times(span: tuple[datetime, datetime], step: timedelta) -> list[datetime]:
+    """`step` apart from the first sample to the last, the last included: past it there is no data,
+    and a time there would read every series as silent (a broker "stopped reporting" that did not)."""
+    start, end = span
+    times = list(steps(start, end, step))
+    return times if times[-1] == end else [*times, end]
 
 
 def _findings(built: Built, events: list[dict[str, Any]]) -> list[Finding]:
@@ -98,13 +106,9 @@ def _findings(built: Built, events: list[dict[str, Any]]) -> list[Finding]:
         ))
     for group, group_events in sorted(by_group.items()):
         found += _flow_control(group, group_events)
-        found += _membership(group, group_events)
+        found += membership_findings(group, group_events)
     found += _pinned_offsets(built)
-    for row in built.rows.get("topic_queue", []):
-        if row["topic_kind"] == "dlq" and row["max_offset"] > 0:
-            found.append(Finding(row["group"] or row["topic"], f"{row['max_offset']} message(s) in {row['topic']}",
-                                 ["each one failed 16 times (about 4 h 46 m of retries) and is out of the flow: "
-                                  "look at a few, fix the cause, re-send them"]))
+    found += dead_letter_findings(built.rows.get("topic_queue", []), built.clients)
     slow = [(m, _slow_puts(m)) for m in built.rows.get("broker", []) if _slow_puts(m) > 0]
     if slow:
         worst, count = max(slow, key=lambda pair: pair[1])
@@ -137,18 +141,6 @@ def _flow_control(group: str, events: list[dict[str, Any]]) -> list[Finding]:
                             "span: one message far behind the others has not finished; count/size: the handler "
                             "is slower than the pulls"]))
     return out
-
-
-def _membership(group: str, events: list[dict[str, Any]]) -> list[Finding]:
-    left = [e for e in events if e["event"] == "consumer_unregistered"]
-    dropped = [e for e in events if e["event"] == "consumer_channel_removed"]
-    changes = {(e["ts"], e["client_id"]) for e in events if e["event"] == "rebalance_assigned"}
-    if not left and not dropped and len(changes) <= 2:
-        return []
-    return [Finding(group, f"{len(changes)} rebalance(s), {len(left)} clean leave(s), {len(dropped)} dropped "
-                           f"connection(s)",
-                    ["every join, leave or drop makes the whole group rebalance; queues that move mid-flight "
-                     "are consumed again by their new owner"])]
 
 
 def _pinned_offsets(built: Built) -> list[Finding]:

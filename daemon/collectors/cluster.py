@@ -2,8 +2,9 @@
 
 Cluster info (106) → brokers; groups from 201 and %RETRY% topics (206, cached), filtered by the
 Selection; per group 203 → clients, 307 → process_queue/consumer_status (+ thread_dump if asked),
-208/303 → consumer_queue; 202 → topic_queue; 28 → broker. Every call yields a collector_health row;
-a bad server costs at most `call_timeout`; nothing raises out. Never heartbeats, never pulls.
+208/303 → consumer_queue; 202 → topic_queue; 28 → broker. Every call yields a collector_health row,
+which also says how its target fared in the whole cycle (daemon/collectors/health.py); a bad server
+costs at most `call_timeout`; nothing raises out. Never heartbeats, never pulls.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from daemon.collectors.client_rows import (
     thread_dump_rows,
     topic_queue_rows,
 )
+from daemon.collectors.health import with_target_figures
 from daemon.collectors.name_filter import Selection, is_system_group
 from daemon.collectors.remoting.admin import AdminClient
 from daemon.collectors.remoting.bodies import ClusterInfo, ConsumerConnection
@@ -373,7 +375,7 @@ def _result(
         BROKER: cycle.broker,
         # Only groups in jstack_groups send a jstack: no table at all for most clusters.
         **({"thread_dump": cycle.thread_dump} if cycle.thread_dump else {}),
-        COLLECTOR_HEALTH: cycle.health,
+        COLLECTOR_HEALTH: with_target_figures(cycle.health),
     }
     if not discovered:
         why = (

@@ -29,6 +29,7 @@ from daemon.collectors.exporter_map import (
     exporter_rows,
 )
 from daemon.collectors.exporter_parse import ExpositionError
+from daemon.collectors.health import with_target_figures
 
 __all__ = ["SCRAPE_CALL", "ScrapeError", "collect_exporter", "exporter_rows", "scrape"]
 
@@ -133,7 +134,7 @@ async def collect_exporter(
         "error": error,
         "latency_ms": latency_ms,
     }
-    return _result(url, cluster, {**rows, COLLECTOR_HEALTH: [health]}, error)
+    return _result(url, cluster, {**rows, COLLECTOR_HEALTH: with_target_figures([health])}, error)
 
 
 def _result(

@@ -14,6 +14,7 @@ from typing import Any
 
 from config.models import LogSource
 from daemon.collectors.cluster import CollectResult
+from daemon.collectors.health import with_target_figures
 from daemon.collectors.tail import FileTailer
 from daemon.logparse import detect_log_kind, make_line_parser
 from daemon.logparse.base import LineParser
@@ -62,7 +63,7 @@ class LogsCollector:
                         rows.setdefault(table, []).append(row)
                 self._report(name, followed)
         self._first_look = False
-        rows["collector_health"] = health
+        rows["collector_health"] = with_target_figures(health)
         count = sum(len(v) for k, v in rows.items() if k != "collector_health")
         return CollectResult(rows=rows, summary=f"{self.cluster}: logs: {len(self.files)} file(s), {count} row(s)",
                              calls=len(self.files), failed_calls=len(health))

@@ -47,6 +47,7 @@ def page_state(daemon: Daemon, now: datetime, prefill: Sequence[str] = ()) -> Pa
         series=daemon.value_history.all_series([a.fingerprint for a in alerts]) if opened else {},
         group_notes={a.group_key: daemon.group_actions.notes(a.group_key) for a in daemon.group_actions.all()}
         if opened else {},
+        rules={rule.alert: rule for rule in daemon.rulebook.rules},
     )
 
 

@@ -12,6 +12,7 @@ from urllib.parse import urlencode
 from daemon.alerts.model import AlertInstance
 from daemon.alerts.silences import Silence
 from daemon.charts.sparkline import Point, svg_sparkline
+from daemon.http.figures import Figures, figures
 from daemon.notify.dispatcher import group_key, group_labels
 
 SEVERITY_COLOURS = {"critical": "#c62828", "warning": "#ef6c00", "info": "#1565c0"}
@@ -48,6 +49,7 @@ class PageState:
     prefill: Sequence[str] = ()
     series: Mapping[str, Sequence[Point]] = field(default_factory=dict)  # fingerprint -> value over time
     group_notes: Mapping[str, Sequence[str]] = field(default_factory=dict)  # group key -> who acked/silenced
+    rules: Mapping[str, Any] = field(default_factory=dict)  # alert name -> the rule, for its figures' meaning
 
 
 def _ago(now: datetime, then: datetime | None) -> str:
@@ -73,8 +75,23 @@ def _number(value: float | None) -> str:
     return f"{value:,.0f}" if abs(value) >= 100 or value == int(value) else f"{value:.3g}"
 
 
+def _present(labels: Mapping[str, str | None]) -> dict[str, str]:
+    # A label that does not apply to an alert (no group for a broker's alert) is absent, never "".
+    return {k: v for k, v in labels.items() if v}
+
+
 def _labels(labels: Mapping[str, str]) -> str:
-    return "".join(f'<span class="label">{escape(k)}="{escape(v)}"</span>' for k, v in sorted(labels.items()))
+    return "".join(f'<span class="label">{escape(k)}="{escape(v)}"</span>'
+                   for k, v in sorted(_present(labels).items()))
+
+
+def _figures(fig: Figures) -> str:
+    unit = f" {escape(fig.unit)}" if fig.unit else ""
+    text = f"{_number(fig.value)}"
+    text += f" vs {_number(fig.threshold)}{unit}" if fig.threshold is not None else unit
+    if fig.condition:
+        text += f'<br><span class="muted">fires while {escape(fig.condition)}</span>'
+    return text
 
 
 def _severity(severity: str | None) -> str:
@@ -83,7 +100,7 @@ def _severity(severity: str | None) -> str:
 
 
 def _silence_link(alert: AlertInstance) -> str:
-    matchers = [f'alertname="{alert.rule}"'] + [f'{k}="{v}"' for k, v in sorted(alert.labels.items())]
+    matchers = [f'alertname="{alert.rule}"'] + [f'{k}="{v}"' for k, v in sorted(_present(alert.labels).items())]
     return f'<a href="/?{escape(urlencode([("m", m) for m in matchers]))}#silence-form">silence…</a>'
 
 
@@ -94,8 +111,10 @@ def _explain(notes: Mapping[str, str]) -> str:
     return f"<details><summary>diagnosis and next steps</summary>{''.join(parts)}</details>" if parts else ""
 
 
-def _alert_row(alert: AlertInstance, now: datetime, muted: bool, series: Sequence[Point] = ()) -> str:
+def _alert_row(alert: AlertInstance, now: datetime, muted: bool, series: Sequence[Point] = (),
+               rule: Any = None) -> str:
     notes = alert.annotations
+    fig = figures(alert, rule)
     since = alert.fired_at if alert.state == "firing" and alert.fired_at else alert.active_at
     state = escape(alert.state) + (" <span class='muted'>(muted)</span>" if muted else "")
     state += " <span class='bad'>(no data)</span>" if alert.no_data else ""
@@ -103,16 +122,15 @@ def _alert_row(alert: AlertInstance, now: datetime, muted: bool, series: Sequenc
         f'<tr class="{escape(alert.state)}" data-fingerprint="{escape(alert.fingerprint)}">'
         f"<td>{_severity(alert.severity)}</td><td>{state}</td>"
         f"<td><b>{escape(alert.rule)}</b><br>{_labels(alert.labels)}</td>"
-        f"<td>{_number(alert.value)} vs {_number(alert.threshold)}"
-        f"{'<br>' + _chart(alert, series) if len(series) > 1 else ''}</td>"
+        f"<td>{_figures(fig)}{'<br>' + _chart(alert, series, fig.threshold) if len(series) > 1 else ''}</td>"
         f'<td title="{escape(since.isoformat())}">{_ago(now, since)}</td>'
         f"<td>{escape(notes.get('summary', ''))}{_explain(notes)}</td><td>{_silence_link(alert)}</td></tr>"
     )
 
 
-def _chart(alert: AlertInstance, series: Sequence[Point]) -> str:
+def _chart(alert: AlertInstance, series: Sequence[Point], threshold: float | None) -> str:
     colour = SEVERITY_COLOURS.get(alert.severity or "", NO_SEVERITY_COLOUR)
-    return svg_sparkline(series, alert.threshold, colour=colour)
+    return svg_sparkline(series, threshold, colour=colour)
 
 
 ALERT_HEAD = (
@@ -134,11 +152,14 @@ def alerts_section(state: PageState) -> str:
     for key in sorted(groups, key=lambda k: (min(order.get(a.state, 2) for a in groups[k]), k)):
         members = sorted(groups[key], key=lambda a: (order.get(a.state, 2), a.rule, sorted(a.labels.items())))
         rows = "".join(
-            _alert_row(a, state.now, a.fingerprint in state.muted, state.series.get(a.fingerprint, ()))
+            _alert_row(a, state.now, a.fingerprint in state.muted, state.series.get(a.fingerprint, ()),
+                       state.rules.get(a.rule))
             for a in members
         )
         notes = "".join(f' <span class="note">{escape(n)}</span>' for n in state.group_notes.get(key, ()))
-        parts.append(f'<div class="group"><b>{escape(key)}</b>{notes}<table>{ALERT_HEAD}{rows}</table></div>')
+        # The key stays the dispatcher's (notes are filed under it); the heading names only labels that apply.
+        heading = group_key(_present(group_labels(members[0], state.group_by)))
+        parts.append(f'<div class="group"><b>{escape(heading)}</b>{notes}<table>{ALERT_HEAD}{rows}</table></div>')
     return "".join(parts)
 
 

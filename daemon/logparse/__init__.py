@@ -1,11 +1,14 @@
 """RocketMQ logs as sample rows: client, store and broker logs, 4.9.x and 5.x layouts.
 
     kind = detect_log_kind(path)                       # "client", "store", "broker" or None
+    other = detect_other_log(path)                     # "stats", "watermark", "namesrv", "remoting" or None
     result = parse_log(path, cluster="prod")           # LogParse(kind, rows by table, unknown, problems)
     parser = make_line_parser("client", "prod", "app-1")   # the same, line by line (the live collector)
 
 Rows go to `log_event` (see daemon/logparse/client_log.py and broker_side.py for the events) and,
 for store.log, to `broker` (the per-minute put-latency buckets), so the built-in rules run on them.
+stats.log (kind "stats", daemon/logparse/stats_log.py) gives per-minute put/get/send-back TPS per
+topic and group; it is parsed when asked for by kind, never told by detect_log_kind.
 """
 
 from __future__ import annotations
@@ -19,10 +22,13 @@ from daemon.logparse.base import LineParser
 from daemon.logparse.broker_side import HEAD, BrokerLogParser, StoreLogParser
 from daemon.logparse.client_log import HEAD_4, HEAD_5, ClientLogParser
 from daemon.logparse.lines import GMT8, Problem, open_text, zone_of
+from daemon.logparse.stats_log import HEAD as STATS_HEAD
+from daemon.logparse.stats_log import MARK as STATS_MARK
+from daemon.logparse.stats_log import StatsLogParser
 
-__all__ = ["LogParse", "Problem", "detect_log_kind", "make_line_parser", "parse_log"]
+__all__ = ["LogParse", "Problem", "detect_log_kind", "detect_other_log", "make_line_parser", "parse_log"]
 
-KINDS = ("client", "store", "broker")
+KINDS = ("client", "store", "broker", "stats")
 _SNIFF_LINES = 400
 # With isolateLogEnable the broker logs live under <brokerName>_<brokerId>/ (ref §5.4).
 _ISOLATED_DIR = re.compile(r"^(?P<broker>.+)_(?P<id>\d+)$")
@@ -40,9 +46,7 @@ class LogParse:
     problems: list[Problem] = field(default_factory=list)
 
 
-def detect_log_kind(path: Path | str) -> str | None:
-    """What a file is, from its first lines (names lie after copying): client, store, broker or None."""
-    path = Path(path)
+def _head(path: Path) -> list[str]:
     lines: list[str] = []
     try:
         for i, line in enumerate(open_text(path)):
@@ -51,6 +55,30 @@ def detect_log_kind(path: Path | str) -> str | None:
                 break
     except (OSError, EOFError, UnicodeError):
         pass  # a truncated .gz still tells its kind by the lines before the cut
+    return lines
+
+
+def detect_other_log(path: Path | str) -> str | None:
+    """The RocketMQ logs the live collector does not follow, from their first lines: stats, watermark,
+    namesrv, remoting or None."""
+    lines = _head(Path(path))
+    text = "\n".join(lines)
+    if text.count(STATS_MARK) and any(STATS_HEAD.match(line) for line in lines):
+        return "stats"
+    if text.count("[WATERMARK]") * 2 > len(lines):
+        return "watermark"
+    if "The Name Server boot success" in text or "kvConfigPath=" in text:
+        return "namesrv"
+    # remoting.log: the TLS settings at start, then one pipeline line per connection.
+    if text.count("NETTY SERVER PIPELINE") * 2 > len(lines) or (
+            "tls.server.need.client.auth" in text and "brokerName=" not in text and "consumer connected" not in text):
+        return "remoting"
+    return None
+
+
+def detect_log_kind(path: Path | str) -> str | None:
+    """What a file is, from its first lines (names lie after copying): client, store, broker or None."""
+    lines = _head(Path(path))
     text = "\n".join(lines)
     store_lines = text.count("[PAGECACHERT]") + text.count("[STORETPS]")
     broker_lines = sum(text.count(s) for s in ("consumer connected", "unregister a ", "create new topic", " main - ",
@@ -79,6 +107,8 @@ def make_line_parser(
     if kind == "client":
         return ClientLogParser(cluster, host, zone_of(tz or "UTC"), HEAD_4)
     zone = zone_of(tz) if tz else GMT8
+    if kind == "stats":
+        return StatsLogParser(cluster, host, zone, STATS_HEAD, broker=broker_name)
     if kind == "store":
         return StoreLogParser(cluster, host, zone, HEAD, broker=broker_name, broker_id=broker_id)
     return BrokerLogParser(cluster, host, zone, HEAD, broker=broker_name)
@@ -107,8 +137,10 @@ def parse_log(
 
 
 def _broker_of(path: Path | None, broker: str | None) -> tuple[str, int]:
+    match = _ISOLATED_DIR.match(path.parent.name) if path is not None else None
     if broker:
-        return broker, 0
-    if path is not None and (match := _ISOLATED_DIR.match(path.parent.name)):
+        # A name given for the directory the broker itself named keeps the id the directory tells.
+        return broker, int(match["id"]) if match and match["broker"] == broker else 0
+    if match:
         return match["broker"], int(match["id"])
     return "broker", 0

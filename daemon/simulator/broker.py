@@ -94,16 +94,19 @@ class RateWindow:
 
 @dataclass
 class BrokerFault:
-    """Injected misbehaviour: answer late, refuse connections, or answer broken bytes.
+    """Injected misbehaviour: answer late, refuse connections, answer broken bytes, or leave some requests unanswered.
 
     `answer` is how each response goes out: "ok"; "drop" (half the frame, then the connection is
     closed, as when a broker dies mid-write); "malformed" (a well-framed SUCCESS whose body is cut
     off JSON); "garbage" (bytes that are no frame at all, as from a wrong service on the port).
+    `unanswered` holds request codes the broker reads but never answers (a handler stuck on one
+    kind of request while the others are served): the caller times out on those alone.
     """
 
     delay_s: float = 0.0
     refuse: bool = False
     answer: str = "ok"
+    unanswered: frozenset[int] = frozenset()
 
 
 class Broker:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from daemon.simulator.broker import MessageQueue
+from daemon.simulator.broker import BrokerFault, MessageQueue
 from daemon.simulator.consumer import ConsumerSettings
 from daemon.simulator.model import PERSIST_INTERVAL_S, ClusterModel, Producer
 
@@ -32,6 +32,8 @@ class Scenario:
     log: list[tuple[float, str]] = field(default_factory=list)
     time_scale: float = 1.0
     info: dict[str, object] = field(default_factory=dict)
+    # Broker name -> what its process or port does wrong from the moment serving starts.
+    broker_faults: dict[str, BrokerFault] = field(default_factory=dict)
 
     def at(self, seconds: float, action: str) -> None:
         """Schedule `action` at `seconds` scenario time after the start (scaled by time_scale)."""
@@ -84,7 +86,7 @@ def healthy(
     group_a: str = "orderConsumerA",
     group_b: str = "orderConsumerB",
 ) -> Scenario:
-    """Busy cluster, nothing wrong: two groups keep up with steady traffic on OrderTopic."""
+    """From the start: a busy cluster, nothing wrong; two groups keep up with steady traffic on OrderTopic."""
     model = _cluster(time_scale, start, start_epoch_ms, cluster)
     _order_traffic(model, "OrderTopic", rate_per_queue)
     settings = ConsumerSettings(
@@ -114,7 +116,7 @@ def stuck_consumer(
     block_at: float | None = BLOCK_AT_S,
     release_at: float | None = None,
 ) -> Scenario:
-    """Group A hangs on two messages of broker-a/OrderTopic/3 (span > 2000) and stops pulling it."""
+    """At 60 s: group A hangs on two messages of broker-a/OrderTopic/3 (span > 2000) and stops pulling it."""
     model = _cluster(time_scale, start, start_epoch_ms, cluster)
     _order_traffic(model, "OrderTopic", rate_per_queue)
     settings = ConsumerSettings(

@@ -28,7 +28,7 @@ def scale(
     brokers: int = 3, topics: int = 300, groups: int = 100, queues: int = 8, clients_per_group: int = 2,
     topics_per_group: int = 3, rate_per_queue: float = 0.5, warmup: float = 10.0,
 ) -> Scenario:
-    """3 brokers x 300 topics x 100 groups x 8 queues, 2 clients per group: healthy, at production size."""
+    """From the start: 3 brokers x 300 topics x 100 groups x 8 queues, 2 clients per group; healthy, at scale."""
     broker_names, topic_names, group_names = scale_names(brokers, topics, groups)
     epoch = int(time.time() * 1000) if start_epoch_ms is None else start_epoch_ms
     model = ClusterModel(cluster=cluster, brokers=tuple(broker_names), start=start,

@@ -11,7 +11,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from daemon.simulator.broker import MessageQueue
+from daemon.collectors.remoting.codes import RequestCode
+from daemon.simulator.broker import BrokerFault, MessageQueue
 from daemon.simulator.consumer import ConsumerSettings
 from daemon.simulator.model import ClusterModel
 from daemon.simulator.retry import FailurePlan
@@ -59,7 +60,7 @@ def stuck_far_apart(
     time_scale: float = 1.0, start: float = 0.0, start_epoch_ms: int | None = None,
     cluster: str = "DefaultCluster", warmup: float = 60.0,
 ) -> Scenario:
-    """Two hung messages 3626 offsets apart on broker-a/3: span over 2000, the queue is no longer pulled."""
+    """From the start: two hung messages 3626 offsets apart on broker-a/3 (span over 2000), the queue no longer pulled."""
     epoch = int(time.time() * 1000) if start_epoch_ms is None else start_epoch_ms
     sc = stuck_consumer(time_scale=time_scale, start=start, start_epoch_ms=epoch - int(warmup * 1000),
                         cluster=cluster, group_a=GROUP_A, group_b=GROUP_B, block_at=10.0)
@@ -71,7 +72,7 @@ def one_stuck_message(
     time_scale: float = 1.0, start: float = 0.0, start_epoch_ms: int | None = None,
     cluster: str = "DefaultCluster", warmup: float = WARMUP_S,
 ) -> Scenario:
-    """Group A's handler hangs on one message of broker-a/3: that queue's committed offset freezes, the rest flows."""
+    """From the start: group A's handler hangs on one message of broker-a/3; that queue's offset freezes, the rest flows."""
     model = _two_groups(time_scale, start, start_epoch_ms, cluster, warmup)
     mq = MessageQueue(TOPIC, "broker-a", 3)
 
@@ -88,7 +89,7 @@ def slow_consumer(
     time_scale: float = 1.0, start: float = 0.0, start_epoch_ms: int | None = None,
     cluster: str = "DefaultCluster", warmup: float = WARMUP_S,
 ) -> Scenario:
-    """Group A's handler takes 100 ms per message on one thread: its lag grows on every queue while B keeps up."""
+    """From the start: group A consumes 10 msg/s on one thread; its lag grows on every queue while B keeps up."""
     model = _two_groups(time_scale, start, start_epoch_ms, cluster, warmup, rate=20.0,
                         settings_a=_settings(threads=1, rate=10.0))
     return _finish(Scenario("slow-consumer", slow_consumer.__doc__ or "", model, {},
@@ -99,7 +100,7 @@ def blocked_consumer(
     time_scale: float = 1.0, start: float = 0.0, start_epoch_ms: int | None = None,
     cluster: str = "DefaultCluster", warmup: float = WARMUP_S,
 ) -> Scenario:
-    """Every consume thread of group A hangs (a dead downstream): nothing is consumed, caches stay full."""
+    """From the start: every consume thread of group A hangs (a dead downstream); nothing consumed, caches full."""
     model = _two_groups(time_scale, start, start_epoch_ms, cluster, warmup)
 
     def block(sc: Scenario, now: float) -> None:
@@ -117,7 +118,7 @@ def retry_storm(
     time_scale: float = 1.0, start: float = 0.0, start_epoch_ms: int | None = None,
     cluster: str = "DefaultCluster", warmup: float = WARMUP_S,
 ) -> Scenario:
-    """A rolling deploy of group A: a client joins and one leaves every 5 s, each time a rebalance moves queues."""
+    """Every 5 s, a rolling deploy of group A: a client joins and one leaves, each time a rebalance moves queues."""
     model = _two_groups(time_scale, start, start_epoch_ms, cluster, warmup)
     step = 5.0
 
@@ -140,7 +141,7 @@ def one_group_lagging(
     time_scale: float = 1.0, start: float = 0.0, start_epoch_ms: int | None = None,
     cluster: str = "DefaultCluster", warmup: float = WARMUP_S,
 ) -> Scenario:
-    """Of two groups on OrderTopic only A falls behind (it stopped consuming): its lag is A's problem."""
+    """From the start: of two groups on OrderTopic only A falls behind (it consumes 0.5 msg/s); B keeps up."""
     model = _two_groups(time_scale, start, start_epoch_ms, cluster, warmup, rate=20.0,
                         settings_a=_settings(threads=1, rate=0.5))
     return _finish(Scenario("one-group-lagging", one_group_lagging.__doc__ or "", model, {},
@@ -151,7 +152,7 @@ def all_groups_lagging(
     time_scale: float = 1.0, start: float = 0.0, start_epoch_ms: int | None = None,
     cluster: str = "DefaultCluster", warmup: float = WARMUP_S,
 ) -> Scenario:
-    """Both groups on OrderTopic fall behind together: the brokers answer each pull 0.5 s late (broker-side)."""
+    """From the start: both groups on OrderTopic fall behind together; the brokers answer each pull 0.5 s late."""
     model = _two_groups(time_scale, start, start_epoch_ms, cluster, warmup, rate=100.0)
     # 32 messages per pull every 0.5 s is 64/s a queue against 100/s written; the clients' caches
     # stay nearly empty, which is what tells a broker-side cause from slow consumers.
@@ -164,7 +165,7 @@ def group_offline(
     time_scale: float = 1.0, start: float = 0.0, start_epoch_ms: int | None = None,
     cluster: str = "DefaultCluster", warmup: float = WARMUP_S,
 ) -> Scenario:
-    """Group A's only client shuts down at 20 s: the connection list is empty (206) but its offsets stay, lag grows."""
+    """From the start: group A's only client is gone (empty connection list, 206); its offsets stay, its lag grows."""
     model = _two_groups(time_scale, start, start_epoch_ms, cluster, warmup, rate=20.0)
 
     def stop(sc: Scenario, now: float) -> None:
@@ -181,10 +182,24 @@ def broker_down(
     time_scale: float = 1.0, start: float = 0.0, start_epoch_ms: int | None = None,
     cluster: str = "DefaultCluster", warmup: float = 30.0,
 ) -> Scenario:
-    """broker-b's process is gone (serve it, then `set_fault("broker-b", refuse=True)`); the name server still lists it."""
+    """From the start: broker-b's process is gone (its port refuses connections); the name server still lists it."""
     model = _two_groups(time_scale, start, start_epoch_ms, cluster, warmup)
     sc = Scenario("broker-down", broker_down.__doc__ or "", model, {},
-                  time_scale=time_scale, info=_info(broker="broker-b"))
+                  time_scale=time_scale, info=_info(broker="broker-b"),
+                  broker_faults={"broker-b": BrokerFault(refuse=True)})
+    return _finish(sc, warmup)
+
+
+def call_timeout(
+    time_scale: float = 1.0, start: float = 0.0, start_epoch_ms: int | None = None,
+    cluster: str = "DefaultCluster", warmup: float = 30.0,
+) -> Scenario:
+    """From the start: broker-a never answers QUERY_CONSUME_TIME_SPAN (303); it answers every other request."""
+    model = _two_groups(time_scale, start, start_epoch_ms, cluster, warmup)
+    stuck = frozenset({int(RequestCode.QUERY_CONSUME_TIME_SPAN)})
+    sc = Scenario("call-timeout", call_timeout.__doc__ or "", model, {},
+                  time_scale=time_scale, info=_info(broker="broker-a", call="QUERY_CONSUME_TIME_SPAN"),
+                  broker_faults={"broker-a": BrokerFault(unanswered=stuck)})
     return _finish(sc, warmup)
 
 
@@ -192,7 +207,7 @@ def healthy_busy(
     time_scale: float = 1.0, start: float = 0.0, start_epoch_ms: int | None = None,
     cluster: str = "DefaultCluster", warmup: float = 30.0,
 ) -> Scenario:
-    """High traffic (100 msg/s per queue) that both groups keep up with: only in-flight lag, nothing to page."""
+    """From the start: 100 msg/s per queue that both groups keep up with; only in-flight lag, nothing to page."""
     model = _two_groups(time_scale, start, start_epoch_ms, cluster, warmup, rate=100.0,
                         settings_a=_settings(threads=8), settings_b=_settings(threads=8))
     return _finish(Scenario("healthy-busy", healthy_busy.__doc__ or "", model, {},
@@ -203,7 +218,7 @@ def dispatch_lag(
     time_scale: float = 1.0, start: float = 0.0, start_epoch_ms: int | None = None,
     cluster: str = "DefaultCluster", warmup: float = 30.0,
 ) -> Scenario:
-    """broker-a's ReputMessageService is 300 MiB behind the commitlog: acked writes are not yet consumable."""
+    """From the start: broker-a's ReputMessageService is 300 MiB behind the commitlog; acked writes not consumable."""
     model = _two_groups(time_scale, start, start_epoch_ms, cluster, warmup)
     model.runtime_overrides["broker-a"] = {"dispatchBehindBytes": str(300 * 1024 * 1024)}
     return _finish(Scenario("dispatch-lag", dispatch_lag.__doc__ or "", model, {},
@@ -214,7 +229,7 @@ def put_latency(
     time_scale: float = 1.0, start: float = 0.0, start_epoch_ms: int | None = None,
     cluster: str = "DefaultCluster", warmup: float = 90.0,
 ) -> Scenario:
-    """broker-b's puts are slow (PAGECACHERT: 170 puts of the last minute took 500 ms or more)."""
+    """From the start: broker-b's puts are slow (PAGECACHERT: 170 puts of the last minute took 500 ms or more)."""
     model = _two_groups(time_scale, start, start_epoch_ms, cluster, warmup)
     model.runtime_overrides["broker-b"] = {"putMessageDistributeTime": (
         "[<=0ms]:1200 [0~10ms]:300 [10~50ms]:80 [50~100ms]:40 [100~200ms]:30 [200~500ms]:25 "
@@ -228,7 +243,7 @@ def dlq_growth(
     time_scale: float = 1.0, start: float = 0.0, start_epoch_ms: int | None = None,
     cluster: str = "DefaultCluster", warmup: float = WARMUP_S,
 ) -> Scenario:
-    """Group A's handler fails every 10th message (bad data); with maxReconsumeTimes 2 they reach %DLQ% in 40 s."""
+    """From the start: group A fails every 10th message, maxReconsumeTimes 2; %DLQ% has messages and keeps growing."""
     # 16 retries would take 4 h 46 m to dead-letter; a team that set maxReconsumeTimes=2 sees it in
     # 10 s + 30 s, which is what makes the incident playable in a test.
     settings_a = _settings()
@@ -249,6 +264,7 @@ SYMPTOM_SCENARIOS: dict[str, Callable[..., Scenario]] = {
     "all-groups-lagging": all_groups_lagging,
     "group-offline": group_offline,
     "broker-down": broker_down,
+    "call-timeout": call_timeout,
     "healthy-busy": healthy_busy,
     "dispatch-lag": dispatch_lag,
     "put-latency": put_latency,

@@ -127,6 +127,8 @@ class Simulator:
         if broker is not None and broker.fault.delay_s > 0:
             await asyncio.sleep(broker.fault.delay_s)
         self.advance()
+        if broker is not None and cmd.code in broker.fault.unanswered:
+            return  # read and never answered: the caller's own timeout is what it sees
         reply = self.reply(name, broker, cmd)
         if cmd.is_oneway or writer.is_closing():
             return
@@ -177,11 +179,15 @@ class Simulator:
         self.scenario.trigger(action)
 
     async def set_fault(
-        self, broker: str, delay_s: float | None = None, refuse: bool | None = None, answer: str | None = None
+        self, broker: str, delay_s: float | None = None, refuse: bool | None = None, answer: str | None = None,
+        unanswered: frozenset[int] | None = None,
     ) -> None:
-        """Make a broker answer `delay_s` late, refuse connections (True) / listen again (False), or
-        answer broken bytes (`answer`: ok, drop, malformed, garbage; see BrokerFault)."""
+        """Make a broker answer `delay_s` late, refuse connections (True) / listen again (False),
+        answer broken bytes (`answer`: ok, drop, malformed, garbage), or never answer the request
+        codes in `unanswered` (see BrokerFault)."""
         fault = self.model.brokers[broker].fault
+        if unanswered is not None:
+            fault.unanswered = frozenset(unanswered)
         if answer is not None:
             if answer not in ("ok", "drop", "malformed", "garbage"):
                 raise ValueError(f"unknown fault answer {answer!r}: ok, drop, malformed or garbage")
@@ -244,6 +250,11 @@ async def start_simulator(
     sc.model.version = server_version
     sim = Simulator(sc, host, server_version)
     await sim._start(namesrv_port)
+    # Faults of the process or its port (a dead broker, a stuck handler) are the server's to play,
+    # not the model's: applied here, so every way of starting the scenario serves them.
+    for broker, fault in sc.broker_faults.items():
+        await sim.set_fault(broker, delay_s=fault.delay_s, refuse=fault.refuse, answer=fault.answer,
+                            unanswered=fault.unanswered)
     return sim
 
 
@@ -316,10 +327,11 @@ class SimulatorThread:
         self._run(self._sim().fast_forward(seconds))
 
     def set_fault(
-        self, broker: str, delay_s: float | None = None, refuse: bool | None = None, answer: str | None = None
+        self, broker: str, delay_s: float | None = None, refuse: bool | None = None, answer: str | None = None,
+        unanswered: frozenset[int] | None = None,
     ) -> None:
         """Thread-safe `Simulator.set_fault`."""
-        self._run(self._sim().set_fault(broker, delay_s, refuse, answer))
+        self._run(self._sim().set_fault(broker, delay_s, refuse, answer, unanswered))
 
     def inspect(self, fn: Callable[[ClusterModel], T]) -> T:
         """Call `fn(model)` on the simulator's loop (no race with ticks) and return its result."""

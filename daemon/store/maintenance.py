@@ -49,6 +49,18 @@ class MaintenanceReport:
         )
 
 
+def store_size(root: Path) -> int:
+    """Bytes the store's files take on disk now (0 before the first cycle creates the store)."""
+    total = 0
+    for path in root.rglob("*"):
+        try:
+            if path.is_file():
+                total += path.stat().st_size
+        except FileNotFoundError:
+            continue  # compaction or retention removed it while we walked
+    return total
+
+
 def recover_store(root: Path, temp_grace: timedelta = timedelta(minutes=10)) -> MaintenanceReport:
     """Only the crash recovery: what the daemon runs at start, before the first evaluation reads the store."""
     report = MaintenanceReport()
@@ -76,7 +88,7 @@ def maintain_store(root: Path, now: datetime, settings: MaintenanceConfig) -> Ma
     # Compaction leaves markers alone (a reader falls back to the hour's files); retention does not.
     drop_commit_hours(root, now, settings.retention, report.dropped)
     _prune_quarantine(root / QUARANTINE, now, settings.retention)
-    report.store_bytes = sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
+    report.store_bytes = store_size(root)
     report.seconds = time.monotonic() - started
     log.info("store maintenance: %s", report)
     return report

@@ -52,6 +52,7 @@ def test_namesrv_accepts_rocketmq_style_list_and_paths_are_relative_to_the_file(
         rules: [builtin, my-rules]
         """,
     )
+    (tmp_path / "my-rules").mkdir()
     config = load_config(path)
     assert config.clusters[0].namesrv == ["10.0.0.1:9876", "10.0.0.2:9876"]
     assert config.state_dir == tmp_path / "state"

@@ -95,3 +95,131 @@ def test_endpoints_answer_as_documented(tmp_path: Path):
         asyncio.run(scenario())
     finally:
         daemon.db.close()
+
+
+def _bytes_on_disk(root: Path) -> int:
+    return sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
+
+
+def _store_bytes(exposition: str) -> float:
+    (line,) = [x for x in exposition.splitlines() if x.startswith("rocketwatch_store_bytes ")]
+    return float(line.split()[1])
+
+
+def test_store_bytes_is_the_stores_size_from_the_first_scrape(tmp_path: Path):
+    config = tmp_path / "rocketwatch.yaml"
+    config.write_text(f'clusters: [{{name: c, namesrv: ["127.0.0.1:9876"]}}]\nstate_dir: {tmp_path / "state"}\n')
+    daemon = Daemon(load_config(config), config)
+    daemon._open_state()
+    now = datetime.now(UTC)
+
+    def cycle(at: datetime) -> None:
+        rows = [{"ts": at, "cluster": "c", "target": f"10.0.0.{i}:10911", "call": "GET_CONSUME_STATS",
+                 "ok": True, "error": None, "latency_ms": 2.5} for i in range(50)]
+        daemon.store.append_all({"collector_health": rows}, at)
+
+    cycle(now - timedelta(minutes=5))  # a store left by the daemon's previous run
+
+    async def scenario() -> None:
+        runner = await start_http(daemon, "127.0.0.1:0")
+        host, port = runner.addresses[0][:2]
+        try:
+            async with aiohttp.ClientSession() as http:
+                # No maintenance has run: the first scrape already tells the store's size.
+                async with http.get(f"http://{host}:{port}/metrics") as r:
+                    first = _store_bytes(await r.text())
+                assert first == _bytes_on_disk(daemon.config.store) > 0
+                cycle(now)  # the store grows between hourly maintenance runs, and the metric with it
+                async with http.get(f"http://{host}:{port}/metrics") as r:
+                    second = _store_bytes(await r.text())
+                assert second == _bytes_on_disk(daemon.config.store) > first
+        finally:
+            await runner.cleanup()
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        daemon.db.close()
+
+
+FIGURE_RULES = """\
+groups:
+  - name: figures
+    rules:
+      - alert: TargetFailing
+        kind: threshold
+        table: collector_health
+        value: latency_ms
+        where: not ok
+        above: {critical: -1}
+        by: [cluster, target, call]
+        summary: "{call} to {target} fails"
+        diagnosis: "the target does not answer this call"
+        next_steps: "nc -vz {target}"
+      - alert: TargetDegraded
+        kind: threshold
+        table: collector_health
+        value: latency_ms
+        where: not ok and latency_ms > 0
+        above: {warning: 0}
+        by: [cluster, target, call]
+        summary: "{call} to {target} fails"
+        diagnosis: "the target does not answer this call"
+        next_steps: "nc -vz {target}"
+      - alert: SlowPuts
+        kind: threshold
+        table: broker
+        value: put_p99_ms
+        above: {warning: 100}
+        by: [cluster, broker]
+        summary: "{broker} puts slowly"
+        diagnosis: "the disk is slow"
+        next_steps: "iostat -x 1"
+"""
+
+
+def test_status_page_states_figures_as_the_rule_defines_them(tmp_path: Path):
+    import html
+
+    from rules.findings import Finding, RuleTiming
+
+    rules = tmp_path / "rules.yaml"
+    rules.write_text(FIGURE_RULES)
+    config = tmp_path / "rocketwatch.yaml"
+    config.write_text(
+        f'clusters: [{{name: prod, namesrv: ["127.0.0.1:9876"]}}]\nstate_dir: {tmp_path / "state"}\n'
+        f"rules: [{rules}]\n"  # notify.group_by is the default: alertname, cluster, group
+    )
+    daemon = Daemon(load_config(config), config)
+    daemon._open_state()
+    failing = Finding("TargetFailing", {"cluster": "prod", "target": "127.0.0.1:10911", "call": "QUERY_CONSUME_TIME_SPAN"},
+                      "critical", 1.38, -1.0, {"summary": "QUERY_CONSUME_TIME_SPAN to 127.0.0.1:10911 fails"})
+    slow = Finding("SlowPuts", {"cluster": "prod", "broker": "broker-a"}, "warning", 250.0, 100.0,
+                   {"summary": "broker-a puts slowly"})
+    degraded = Finding("TargetDegraded", {"cluster": "prod", "target": "127.0.0.1:10921", "call": "GET_CONSUME_STATS"},
+                       "warning", 2.5, 0.0, {"summary": "GET_CONSUME_STATS to 127.0.0.1:10921 fails"})
+    daemon.tracker.update({r: RuleTiming(r) for r in ("TargetFailing", "TargetDegraded", "SlowPuts")},
+                          [failing, degraded, slow], datetime.now(UTC))
+
+    async def scenario() -> None:
+        runner = await start_http(daemon, "127.0.0.1:0")
+        host, port = runner.addresses[0][:2]
+        try:
+            async with aiohttp.ClientSession() as http, http.get(f"http://{host}:{port}/") as r:
+                page = html.unescape(await r.text())
+        finally:
+            await runner.cleanup()
+        # Neither alert has a consumer group: the label is absent, never shown empty.
+        assert 'group=""' not in page
+        assert '{alertname="TargetFailing",cluster="prod"}' in page
+        # The failing call's value is how long it took to fail; -1 is no threshold to read it against.
+        assert "1.38 ms" in page and "fires while not ok" in page
+        assert "vs -1" not in page and "1.38 ms vs" not in page
+        # A level its `where` already demands the value be past is no threshold either.
+        assert "2.5 ms" in page and "fires while not ok and latency_ms > 0" in page and "2.5 vs" not in page
+        assert "250 vs 100 ms" in page
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        daemon.db.close()

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, NamedTuple
 
+from daemon.collectors.health import with_target_figures
 from rules.tables import SELF_CLUSTER
 
 # Crosses an hour, so the windows span two store partitions.
@@ -52,6 +53,8 @@ SCENARIOS: dict[str, tuple[tuple[str, ...], int, int]] = {
     "send_queue": (("SendQueueWaiting",), 3, 6),
     "pull_queue": (("PullQueueWaiting",), 3, 6),
     "collector_fail": (("CollectorTargetUnreachable",), 3, 8),
+    # GET_CONSUME_STATS fails on every broker while the rest is answered: degraded, not unreachable.
+    "collector_partial": (("CollectionDegraded",), 6, 14),
     "slow": (("OneGroupLagging", "ProcessQueueCachedCountHigh", "ConsumeDelayHigh"), 10, 20),
     "all_slow": (("AllGroupsLagging",), 8, 16),
     "offline": (("ConsumerGroupOffline",), 5, 12),
@@ -333,6 +336,9 @@ class _Cluster:
                 extra["reset"] = True  # the growth rule is a counter: every DLQ event resets it once
         elif kind == "collector_fail":
             target = rng.choice(["namesrv", "consume_stats", "client"])
+        elif kind == "collector_partial":
+            # A broker that is down answers nothing: the two events would mask each other.
+            target, lanes = "consume_stats", [kind, *(f"up:{b}" for b in self.brokers)]
         elif kind == "burst":
             target = "TopicA"
         if target in self.groups and self.groups[target]["topic"] == "TopicB":
@@ -435,7 +441,8 @@ class _Cluster:
                 health.append(self._health(ts, addr, "GET_BROKER_RUNTIME_INFO", up))
                 if up:
                     tables["broker"].append(self._broker_row(i, ts, broker, broker_id, produced))
-            stats_ok = up and self._active("collector_fail", i, "consume_stats") is None
+            stats_ok = (up and self._active("collector_fail", i, "consume_stats") is None
+                        and self._active("collector_partial", i) is None)
             health.append(self._health(ts, self._addr(broker, 0), "GET_CONSUME_STATS", stats_ok))
         for (topic, broker, q), max_offset in self.max_offset.items():
             if broker in down or not self._exists(topic, i):
@@ -463,6 +470,8 @@ class _Cluster:
                         max_offset=self.dlq_max[group], last_update_ts=None))
         for group, spec in self.groups.items():
             self._group_rows(i, ts, group, spec, down, tables)
+        # As the collector does at the end of a cycle: each row says how its target fared overall.
+        with_target_figures(health)
         return tables
 
     def _addr(self, broker: str, broker_id: int) -> str:
