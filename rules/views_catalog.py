@@ -72,4 +72,32 @@ TOPIC_ACTIVITY = Table(
     ),
 )
 
-VIEWS: dict[str, Table] = {t.name: t for t in (CONSUMER_GROUP, QUEUE_OWNER, TOPIC_ACTIVITY)}
+DLQ_QUEUE = Table(
+    name="dlq_queue",
+    description="One row per %DLQ% queue per cycle: the dead letters written, with the retry limit the group's "
+                "clients run with.",
+    source="view of topic_queue, process_queue",
+    key=("cluster", "topic", "broker", "queue_id"),
+    columns=_common()
+    + (
+        Column("topic", STRING, "the %DLQ%<group> topic"),
+        Column("group", STRING, "the group it belongs to", nullable=True),
+        Column("broker", STRING, "broker name"),
+        Column("queue_id", INT32, "queue id"),
+        Column("max_offset", INT64, "next offset to write: dead letters ever written to this queue", "messages"),
+        Column("reporting_clients", INT64,
+               "clients of the group whose running info listed a queue this cycle (0: none online, or running "
+               "info not collected)", "clients"),
+        # maxReconsumeTimes as the client applies it (the collector turns -1 into 16, or "unlimited" for
+        # orderly clients): a dead letter is a message the client failed one time more than this.
+        Column("max_reconsume_times", INT64,
+               "the lowest effective maxReconsumeTimes those clients run with; null when none reported",
+               nullable=True),
+        Column("max_reconsume_times_highest", INT64,
+               "the highest; differs from max_reconsume_times when the clients are configured differently",
+               nullable=True),
+        Column("orderly", BOOL, "one of those clients consumes orderly (it retries in place, not via %RETRY%)"),
+    ),
+)
+
+VIEWS: dict[str, Table] = {t.name: t for t in (CONSUMER_GROUP, QUEUE_OWNER, TOPIC_ACTIVITY, DLQ_QUEUE)}

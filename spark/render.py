@@ -2,72 +2,72 @@
 
 from __future__ import annotations
 
+import functools
 import logging
-import math
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from typing import Any
 
 from rules.findings import Finding
 from rules.kinds.base import TEMPLATE_FIELDS, RuleBase
-from rules.tables import FLOAT64
+from rules.tables import BOOL, FLOAT64, INT32, INT64, TIMESTAMP
+from rules.templates import Part, TemplateError, format_number, parse_template, render_template, tidy
+
+__all__ = ["format_number", "render", "to_finding"]
 
 log = logging.getLogger(__name__)
 
 
-def format_number(value: float | int | None) -> str:
-    """A number as an operator reads it: 3626 not 3626.0, 0.123, 12.3, 1235 (no exponent)."""
-    if value is None:
-        return "n/a"
-    number = float(value)
-    if math.isnan(number) or math.isinf(number):
-        return str(number)
-    if number.is_integer():
-        return str(int(number))
-    # Three significant digits, but never drop integer digits: 1234.5 -> 1235, not 1.23e+03.
-    if abs(number) >= 100:
-        return str(round(number))
-    return f"{number:.3g}"
+def _typed(text: str, column_type: str | None) -> Any:
+    """A value of the row's inputs (Spark's text of it) back as the type its column declares."""
+    if column_type == BOOL:
+        return text.strip().lower() == "true"
+    if column_type in (INT32, INT64):
+        # int, not float: an offset past 2**53 must print as the broker reports it.
+        try:
+            return int(text)
+        except ValueError:
+            return float(text)
+    if column_type == FLOAT64:
+        return float(text)
+    if column_type == TIMESTAMP:
+        try:
+            return datetime.fromisoformat(text).replace(tzinfo=UTC)
+        except ValueError:
+            return text
+    if column_type is None:
+        # Kind-computed values (peer_value, peers...) arrive as Spark's text of a double: 100.0.
+        try:
+            return float(text)
+        except ValueError:
+            return text
+    return text
 
 
-class _Inputs(dict[str, str]):
-    """Template values; a name the row did not carry renders as `{name}` instead of failing."""
-
-    def __missing__(self, key: str) -> str:
-        return "{" + key + "}"
-
-
-def _is_number(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
-
-
-def _inputs(rule: RuleBase, row: Mapping[str, Any]) -> _Inputs:
-    values = _Inputs()
+def _inputs(rule: RuleBase, row: Mapping[str, Any]) -> dict[str, Any]:
+    """The row's template values, typed: numbers, booleans, timestamps, text, None for null."""
+    values: dict[str, Any] = {}
     table = rule.table_def
     for name, text in (row["inputs"] or {}).items():
         column = table.column(name)
-        if text is None:
-            values[name] = "n/a"
-        elif (column is not None and column.type == FLOAT64) or (column is None and _is_number(text)):
-            # Kind-computed values (peer_value, peers...) arrive as Spark's text of a double: 100.0.
-            values[name] = format_number(float(text))
-        else:
-            values[name] = text
-    values["value"] = format_number(row["value"])
-    values["threshold"] = format_number(row["threshold"])
+        values[name] = None if text is None else _typed(text, column.type if column is not None else None)
+    values["value"] = row["value"]
+    values["threshold"] = row["threshold"]
     values["severity"] = row["severity"] or "no data"
     return values
 
 
-def render(template: str, values: Mapping[str, str], where: str = "") -> str:
-    """`template` with its `{name}` placeholders filled; a broken template is returned as written
-    (the alert still goes out, with the raw text) and logged once per `where`."""
+@functools.lru_cache(maxsize=1024)
+def _parsed(template: str) -> tuple[Part, ...]:
+    return parse_template(template)
+
+
+def render(template: str, values: Mapping[str, Any], where: str = "") -> str:
+    """`template` filled from typed `values` (rules/templates.py); a broken template is returned as
+    written (the alert still goes out, with the raw text) and logged once per `where`."""
     try:
-        return template.format_map(values)
-    except (ValueError, KeyError, IndexError, AttributeError) as exc:
+        return tidy(render_template(_parsed(template), values))
+    except (TemplateError, TypeError) as exc:
         if where and where not in _reported:
             _reported.add(where)
             log.warning("%s: template %r cannot be filled (%s: %s); the raw text is sent instead",

@@ -127,7 +127,30 @@ def _topic_activity(w: Mapping[str, DataFrame]) -> DataFrame:
     return per_broker.join(masters, ["ts", "cluster", "broker"], "left").withColumn("update_age_s", age)
 
 
+def _dead_letters(w: Mapping[str, DataFrame]) -> DataFrame:
+    return w["topic_queue"].where(cached(("view", "dlq"), lambda: F.col("topic_kind") == "dlq"))
+
+
+def _retry_limit_columns() -> list[Column]:
+    return [F.count_distinct("client_id").alias("reporting_clients"),
+            F.min("max_reconsume_times").alias("max_reconsume_times"),
+            F.max("max_reconsume_times").alias("max_reconsume_times_highest"),
+            F.max(F.col("orderly")).alias("orderly")]
+
+
+def _dlq_queue(w: Mapping[str, DataFrame]) -> DataFrame:
+    # The settings are the client's, the same on every queue it holds: one figure per group and cycle.
+    cycle = ["ts", "cluster", "group"]
+    limits = w["process_queue"].groupBy(*cycle).agg(*cached(("view", "dlq_limits"), _retry_limit_columns))
+    filled = cached(("view", "dlq_filled"), lambda: {
+        "reporting_clients": F.coalesce("reporting_clients", F.lit(0)),
+        "orderly": F.coalesce("orderly", F.lit(False)),
+    })
+    return _dead_letters(w).join(limits, cycle, "left").withColumns(filled)
+
+
 VIEW_DEFS: dict[str, ViewDef] = {
+    "dlq_queue": ViewDef(("topic_queue", "process_queue"), _dlq_queue, _dead_letters),
     "consumer_group": ViewDef(("consumer_queue", "consumer_client", "consumer_status", "topic_queue"),
                               _consumer_group, _normal_queues),
     "queue_owner": ViewDef(("process_queue",), _queue_owner, _held_queues),

@@ -7,6 +7,7 @@ import textwrap
 
 from daemon.diagnose.evidence import QueueEvidence
 from daemon.diagnose.verdict import Verdict
+from rules.findings import SEVERITY_ORDER, Finding
 
 _COLUMNS = ("queue", "broker off", "committed", "pulled", "lag", "delay", "cached", "span", "MiB", "owner", "marks")
 
@@ -45,6 +46,21 @@ def _table(rows: list[tuple[str, ...]]) -> list[str]:
 
 
 MAX_QUEUE_ROWS = 16
+MAX_STEPS = 3
+
+
+def _per_rule(findings: list[Finding]) -> list[str]:
+    """One line per rule: its worst finding's summary, and how many more series match (every rule
+    that has a next step below is listed)."""
+    by_rule: dict[str, list[Finding]] = {}
+    for f in sorted(findings, key=lambda f: -SEVERITY_ORDER.get(f.severity or "", 0)):
+        by_rule.setdefault(f.rule, []).append(f)
+    lines = []
+    for rule, matched in by_rule.items():
+        more = f" (+{len(matched) - 1} more)" if len(matched) > 1 else ""
+        lines.append(f"  {rule} [{matched[0].severity}] {' '.join(matched[0].annotations.get('summary', '').split())}"
+                     f"{more}")
+    return lines
 
 
 def as_text(v: Verdict) -> str:
@@ -93,12 +109,16 @@ def as_text(v: Verdict) -> str:
         lines += [f"Dead letters: %DLQ%{v.group} grew by {v.dlq_growth} during the samples.", ""]
     if v.findings:
         lines.append("Rules that match now (before their `for:` hold):")
-        lines += [f"  {f.rule} [{f.severity}] {' '.join(f.annotations.get('summary', '').split())}"
-                  for f in v.findings[:10]]
+        lines += _per_rule(v.findings)
+        lines.append("")
+    if v.seen:
+        lines.append("Seen in the samples (the rule itself needs more history than these samples):")
+        lines += [f"  {f.rule}: {' '.join(f.annotations.get('summary', '').split())}" for f in v.seen]
         lines.append("")
     if v.next_steps:
+        # The steps of the rules listed above, in the verdict's order, and of no other rule.
         lines.append("What to do next:")
-        for rule, text in v.next_steps[:3]:
+        for rule, text in v.next_steps[:MAX_STEPS]:
             lines += textwrap.wrap(f"{rule}: {text}", width=100, initial_indent="  ", subsequent_indent="    ")
         lines.append("")
     if v.notes:

@@ -34,14 +34,15 @@ from daemon.diagnose.evidence import (
 from daemon.diagnose.threads import StuckThread
 from rules.findings import SEVERITY_ORDER, Finding
 from rules.tables import LAGGING_MESSAGES
+from rules.templates import TemplateError, parse_template, render_template, tidy
 
 HEALTHY, PROBLEM, OFFLINE, UNKNOWN, POP_GROUP = "healthy", "problem", "offline", "unknown", "pop"
 EXIT = {HEALTHY: 0, PROBLEM: 1, OFFLINE: 1, UNKNOWN: 2, POP_GROUP: 0}
 
-# Which rule's runbook explains each queue mark.
+# Which rule's runbook explains each queue mark, most specific first: the steps follow this order.
 MARK_RULES = {
-    SPAN: "ProcessQueueSpanTooLong", COUNT: "ProcessQueueCachedCountHigh", SIZE: "ProcessQueueCachedSizeHigh",
-    BLOCKED: "ConsumptionBlocked", FROZEN: "StuckMessage", LAG: "OneGroupLagging",
+    SPAN: "ProcessQueueSpanTooLong", BLOCKED: "ConsumptionBlocked", FROZEN: "StuckMessage",
+    COUNT: "ProcessQueueCachedCountHigh", SIZE: "ProcessQueueCachedSizeHigh", LAG: "OneGroupLagging",
 }
 BROKER_RULES = {
     "BrokerPutLatencyHigh": "put latency", "DispatchBehind": "dispatch behind", "PageCacheLockHeld": "page cache lock",
@@ -65,6 +66,9 @@ class Verdict:
     peers: list[Peer] = field(default_factory=list)
     threads: list[StuckThread] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
+    # What the samples show for a rule the verdict names that did not match on them (its window is
+    # longer than the samples, or its level higher than diagnose's mark): diagnose's own finding.
+    seen: list[Finding] = field(default_factory=list)
     next_steps: list[tuple[str, str]] = field(default_factory=list)  # (rule, text)
     notes: list[str] = field(default_factory=list)
     samples: int = 0
@@ -88,6 +92,8 @@ class Verdict:
             "threads": [t.__dict__ for t in self.threads],
             "findings": [{"rule": f.rule, "severity": f.severity, "labels": f.labels, "value": f.value,
                           "summary": f.annotations.get("summary", "")} for f in self.findings],
+            "seen": [{"rule": f.rule, "labels": f.labels, "summary": f.annotations.get("summary", "")}
+                     for f in self.seen],
             "next_steps": [{"rule": r, "text": t} for r, t in self.next_steps],
             "notes": self.notes, "samples": self.samples, "dlq_growth": self.dlq_growth,
             "client_status": self.client_status, "brokers": self.brokers, "retry_lag": self.retry_lag,
@@ -95,37 +101,44 @@ class Verdict:
         }
 
 
-class _Values(dict[str, str]):
-    """Template values; a name not known here stays `{name}` as the rule wrote it."""
-
-    def __missing__(self, key: str) -> str:
-        return "{" + key + "}"
-
-
-def _fill(template: str, values: dict[str, str]) -> str:
+def _fill(template: str, values: dict[str, Any]) -> str | None:
+    """A rule's runbook text for `values`; None when it names something the samples do not give."""
     try:
-        return template.format_map(_Values(values))
-    except (ValueError, IndexError, AttributeError):
-        return template
+        parts = parse_template(template)
+        text = tidy(render_template(parts, values))
+    except (TemplateError, TypeError):
+        return None
+    # A placeholder left as `{name}` would print a hole where a fact belongs: no step rather than that.
+    return None if "{" in text.replace("{{", "") else text
 
 
-def _steps(findings: Sequence[Finding], wanted: Sequence[str], raw: dict[str, str],
-           values: dict[str, str] | None = None) -> list[tuple[str, str]]:
-    """Next steps of the wanted rules: the rendered text of a finding, else the rule's own text."""
+def _basis(findings: Sequence[Finding], wanted: Sequence[str], runbook: dict[str, str],
+           seen: dict[str, tuple[str, dict[str, Any]]]) -> tuple[list[Finding], list[tuple[str, str]]]:
+    """The findings a verdict stands on and their next steps, from one list, in the verdict's order.
+
+    A wanted rule that matched contributes its findings; one that did not (a window longer than the
+    samples) contributes diagnose's own finding from `seen` (rule -> its sentence, template values),
+    listed as such, with the rule's next steps filled from the samples. Nothing else has steps.
+    """
     by_rule: dict[str, Finding] = {}
     for f in sorted(findings, key=lambda f: -SEVERITY_ORDER.get(f.severity or "", 0)):
         by_rule.setdefault(f.rule, f)
-    out, seen = [], set()
-    for rule in [*wanted, *by_rule]:
-        if rule in seen:
+    own: list[Finding] = []
+    steps: list[tuple[str, str]] = []
+    for rule in dict.fromkeys([*wanted, *by_rule]):
+        if rule in by_rule:
+            text = by_rule[rule].annotations.get("next_steps")
+        elif rule in wanted and rule in seen and rule in runbook:
+            sentence, values = seen[rule]
+            text = _fill(runbook[rule], values)
+            own.append(Finding(rule=rule, labels={k: str(v) for k, v in values.items() if k in ("group", "topic")},
+                               severity=None, value=None, threshold=None,
+                               annotations={"summary": sentence, "next_steps": text or ""}))
+        else:
             continue
-        seen.add(rule)
-        text = by_rule[rule].annotations.get("next_steps") if rule in by_rule else None
-        if text is None and rule in wanted and rule in raw:
-            text = _fill(raw[rule], values or {})
         if text:
-            out.append((rule, " ".join(text.split())))
-    return out
+            steps.append((rule, " ".join(text.split())))
+    return own, steps
 
 
 def decide(target: Target, samples: Sequence[Sample], findings: Sequence[Finding],
@@ -151,9 +164,11 @@ def decide(target: Target, samples: Sequence[Sample], findings: Sequence[Finding
         status = OFFLINE if total_lag > 0 else HEALTHY
         head = (f"group {group} is offline: no client is connected (broker answers 206) but its offsets are "
                 f"there; {total_lag} message(s) are waiting")
-        return Verdict(status=status, side="consumer", scope="no client online", headline=head,
-                       next_steps=_steps(findings, ["ConsumerGroupOffline"], runbook,
-                                         {"group": group, "value": str(total_lag)}), **base)  # type: ignore[arg-type]
+        wanted = ["ConsumerGroupOffline"] if total_lag > 0 else []
+        seen, steps = _basis(findings, wanted, runbook, {"ConsumerGroupOffline": (
+            f"no client of {group} is connected and {total_lag} message(s) wait", {"group": group})})
+        return Verdict(status=status, side="consumer", scope="no client online", headline=head, seen=seen,
+                       next_steps=steps, **base)  # type: ignore[arg-type]
     assert last.connection is not None
     if last.connection.consume_type == POP:
         lagging = total_lag > LAGGING_MESSAGES
@@ -161,7 +176,7 @@ def decide(target: Target, samples: Sequence[Sample], findings: Sequence[Finding
                 f"side is judged: lag {total_lag}{', growing' if any(LAG in e.marks for e in evidence) else ''}")
         return Verdict(status=PROBLEM if lagging else POP_GROUP, side="consumer" if lagging else "none",
                        scope="all queues" if lagging else None, headline=head,
-                       next_steps=_steps(findings, [], runbook), **base)  # type: ignore[arg-type]
+                       next_steps=_basis(findings, [], runbook, {})[1], **base)  # type: ignore[arg-type]
     broker_findings = [f for f in findings if f.rule in BROKER_RULES]
     # A cache at its limits, a frozen commit or a stuck thread is the consumer's own doing,
     # whatever the broker does; a slow broker starves consumers but does not fill their caches.
@@ -175,8 +190,12 @@ def decide(target: Target, samples: Sequence[Sample], findings: Sequence[Finding
         broker = _broker_side(target, broker_findings, evidence, peer_list)
         if broker is not None:
             scope, head, wanted = broker
-            return Verdict(status=PROBLEM, side="broker", scope=scope, headline=head,
-                           next_steps=_steps(findings, wanted, runbook), **base)  # type: ignore[arg-type]
+            topics = ", ".join(sorted({e.topic for e in evidence}))
+            seen, steps = _basis(findings, wanted, runbook, {"AllGroupsLagging": (
+                f"every group on {topics} lags beyond what is in flight: {group} by {total_lag}, "
+                + ", ".join(f"{p.group} by {p.lag}" for p in peer_list), {"group": group, "topic": topics})})
+            return Verdict(status=PROBLEM, side="broker", scope=scope, headline=head, seen=seen,
+                           next_steps=steps, **base)  # type: ignore[arg-type]
         consumer = _consumer_side(evidence, threads, strong=False)
     if consumer is None:
         consumer = _failing(group, last, int(base["dlq_growth"]), dlq_total)  # type: ignore[call-overload]
@@ -184,11 +203,11 @@ def decide(target: Target, samples: Sequence[Sample], findings: Sequence[Finding
         scope, head, clients, queues, wanted = consumer
         if broker_findings:
             head += "; the broker also shows " + ", ".join(sorted({BROKER_RULES[f.rule] for f in broker_findings}))
-        first = next((e for e in evidence if e.key in queues), None)
-        values = {"group": group, **(_values(first) if first is not None else {})}
+        bad = [e for e in evidence if e.key in queues]
+        own = _seen(group, samples, bad, peer_list, int(base["dlq_growth"]), dlq_total, retry_lag)  # type: ignore[call-overload]
+        seen, steps = _basis([f for f in findings if f.labels.get("category") != "broker"], wanted, runbook, own)
         return Verdict(status=PROBLEM, side="consumer", scope=scope, headline=head, clients=clients, queues=queues,
-                       next_steps=_steps([f for f in findings if f.labels.get("category") != "broker"], wanted,
-                                         runbook, values), **base)  # type: ignore[arg-type]
+                       seen=seen, next_steps=steps, **base)  # type: ignore[arg-type]
     lagging_peers = [p.group for p in peer_list if p.lagging]
     tail = f"; peer(s) {', '.join(lagging_peers)} lag, not this group" if lagging_peers else ""
     head = (f"group {group} is healthy: lag {total_lag} is in flight only (committed offsets move, no cache at "
@@ -218,7 +237,9 @@ def _failing(group: str, last: Sample, dlq: int, dlq_total: int = 0,
     head = f"this group's consumers, failing messages: {'; '.join(parts)}"
     if failing:
         head += f"; client{'s' if len(failing) > 1 else ''} {', '.join(failing)}"
-    return "failing messages", head, failing, [], ["DeadLetterQueueGrowing", "RetryBacklogGrowing"]
+    wanted = (["DeadLetterQueueGrowing"] if dlq > 0 or dlq_total > 0 else []) + (
+        ["RetryBacklogGrowing"] if retry_lag > 0 or failed_tps > 0 else [])
+    return "failing messages", head, failing, [], wanted
 
 
 def _broker_side(target: Target, broker_findings: Sequence[Finding], evidence: Sequence[QueueEvidence],
@@ -250,7 +271,8 @@ def _consumer_side(
         bad = [e for e in evidence if LAG in e.marks]
         if not bad:
             return None
-    wanted = sorted({MARK_RULES[m] for e in bad for m in e.marks if m in MARK_RULES})
+    marked = {m for e in bad for m in e.marks}
+    wanted = [rule for mark, rule in MARK_RULES.items() if mark in marked]
     clients = sorted({e.owner for e in bad if e.owner} | {t.client_id for t in threads})
     owners = {e.owner for e in evidence if e.owner}
     queues = [e.key for e in bad]
@@ -291,13 +313,42 @@ def _queue_line(e: QueueEvidence) -> str:
     return ", ".join(parts)
 
 
-def _values(e: QueueEvidence) -> dict[str, str]:
-    """Template values of one queue, for a rule's runbook text when the rule itself did not fire yet."""
-    values = {"topic": e.topic, "broker": e.broker, "queue_id": str(e.queue_id), "value": str(e.lag)}
-    if e.owner:
-        values["client_id"] = e.owner
-    if e.cached_min_offset is not None:
-        values["cached_min_offset"] = str(e.cached_min_offset)
-    if e.limit_span is not None:
-        values["threshold"] = str(e.limit_span)
+def _seen(group: str, samples: Sequence[Sample], bad: Sequence[QueueEvidence], peer_list: Sequence[Peer],
+          dlq: int, dlq_total: int, retry_lag: int) -> dict[str, tuple[str, dict[str, Any]]]:
+    """Diagnose's own finding per rule a consumer verdict names: its sentence and the template
+    values of the queue (or group) it is about, taken from the last sample's rows."""
+    last = samples[-1]
+    own: dict[str, tuple[str, dict[str, Any]]] = {}
+    for mark, rule in MARK_RULES.items():
+        e = next((e for e in bad if mark in e.marks), None)
+        if e is None or (mark == LAG and (not peer_list or any(p.lagging for p in peer_list))):
+            continue  # OneGroupLagging says the peers keep up: only when the samples show it
+        sentence = f"{_queue_line(e)} [{mark}] across {len(samples)} sample(s)"
+        if mark == LAG:
+            lag = sum(x.lag for x in bad)
+            sentence = (f"{group} lags {lag} message(s) beyond what is in flight, not shrinking, while "
+                        f"{', '.join(p.group for p in peer_list)} keep(s) up")
+        own[rule] = (sentence, _queue_values(last, group, e))
+    group_values: dict[str, Any] = {"group": group}
+    if dlq > 0:
+        own["DeadLetterQueueGrowing"] = (f"{dlq} message(s) went to %DLQ%{group} during the samples", group_values)
+    elif dlq_total > 0:
+        own["DeadLetterQueueGrowing"] = (f"%DLQ%{group} holds {dlq_total} dead letter(s)", group_values)
+    own["RetryBacklogGrowing"] = (f"%RETRY%{group} holds {retry_lag} message(s) waiting to be retried",
+                                  group_values)
+    return own
+
+
+def _queue_values(last: Sample, group: str, e: QueueEvidence) -> dict[str, Any]:
+    """Template values of one queue: its consumer_queue and (held) process_queue rows, as the rules see them."""
+    key = (e.topic, e.broker, e.queue_id)
+    values: dict[str, Any] = {"group": group, "lag": e.lag}
+    for row in last.rows["consumer_queue"]:
+        if row["group"] == group and (row["topic"], row["broker"], row["queue_id"]) == key:
+            values.update(row)
+    for row in last.rows["process_queue"]:
+        if row["group"] == group and not row["dropped"] and (row["topic"], row["broker"], row["queue_id"]) == key:
+            values.update(row)
+            values["span"] = row["cached_max_offset"] - row["cached_min_offset"]
+    values.pop("ts", None)
     return values

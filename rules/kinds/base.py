@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import string
 from datetime import timedelta
 from typing import ClassVar, Literal
 
@@ -13,6 +12,7 @@ from rules.durations import Duration
 from rules.expressions import Expression, validate
 from rules.findings import RuleTiming
 from rules.tables import TABLES, VIEWS, Table
+from rules.templates import template_names, template_problems
 
 Reduce = Literal["max", "min", "sum", "avg", "count", "count_distinct"]
 
@@ -24,11 +24,6 @@ _LABEL_NAME = re.compile(r"^[a-z_][a-z0-9_]*$")
 
 # A problem found after the fields parsed: (path of the field inside the rule, message).
 Problem = tuple[tuple[str | int, ...], str]
-
-
-def template_names(template: str) -> list[str]:
-    """The `{name}` placeholders of a template, in order; ValueError on malformed braces."""
-    return [name for _, name, _, _ in string.Formatter().parse(template) if name is not None]
 
 
 class RuleBase(BaseModel):
@@ -47,9 +42,11 @@ class RuleBase(BaseModel):
     exclude: dict[str, str] = Field(
         default_factory=dict, description="column -> regex (full match); matching series are ignored"
     )
-    summary: str = Field(description="one line: what is wrong and where, with {column} placeholders")
-    diagnosis: str = Field(description="why it probably is: the mechanism, in the operator's words")
-    next_steps: str = Field(description="what to do now, concretely")
+    summary: str = Field(description="one line: what is wrong and where, with {column} placeholders and "
+                         "{if condition}...{elif condition}...{else}...{end} blocks (rules/templates.py)")
+    diagnosis: str = Field(description="why it probably is: the mechanism, in the operator's words; "
+                           "{if condition}...{else}...{end} states only what the row says")
+    next_steps: str = Field(description="what to do now, concretely; same placeholders and blocks")
 
     @field_validator("alert")
     @classmethod
@@ -147,26 +144,5 @@ class RuleBase(BaseModel):
                 problems.append((("exclude", name), f"invalid regex {pattern!r}: {exc}"))
         allowed = set(self.group_by) | set(table.column_names) | set(self.template_values)
         for field in TEMPLATE_FIELDS:
-            problems.extend(((field,), msg) for msg in _template_problems(getattr(self, field), allowed))
+            problems.extend(((field,), msg) for msg in template_problems(getattr(self, field), allowed))
         return problems
-
-
-def _template_problems(template: str, allowed: set[str]) -> list[str]:
-    try:
-        parsed = list(string.Formatter().parse(template))
-    except ValueError as exc:
-        return [f"malformed template ({exc}); write a literal brace as {{{{ or }}}}"]
-    problems = []
-    for _, name, _, conversion in parsed:
-        if name is None:
-            continue
-        if not name.isidentifier():
-            # `{value.__class__}` or `{x[0]}` would reach into Python objects: plain names only.
-            problems.append(f"placeholder {{{name}}} must be a plain column name")
-        elif name not in allowed:
-            problems.append(
-                f"unknown placeholder {{{name}}}; allowed: value, threshold, severity and the table's columns"
-            )
-        elif conversion:
-            problems.append(f"placeholder {{{name}!{conversion}}} may not use a conversion")
-    return problems
