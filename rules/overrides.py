@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import difflib
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -36,6 +37,20 @@ class RuleOverride(BaseModel):
     exclude: dict[str, str] = Field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class OverrideError:
+    """One problem with an override: the rule it names, the field under that rule's entry, and a sentence."""
+
+    rule: str
+    field: tuple[str | int, ...]  # () for the rule's entry itself (an unknown rule)
+    message: str
+
+    def __str__(self) -> str:
+        if not self.field:
+            return self.message
+        return f"{self.rule}: {'.'.join(map(str, self.field))}: {self.message}"
+
+
 def _merge_levels(current: Levels | None, change: Levels) -> Levels:
     # Only the levels the operator wrote are replaced: `above: {critical: 5000}` keeps the warning.
     if current is None:
@@ -45,9 +60,9 @@ def _merge_levels(current: Levels | None, change: Levels) -> Levels:
     return Levels(**values)
 
 
-def _override_one(rule: RuleBase, override: RuleOverride) -> tuple[RuleBase, list[str]]:
+def _override_one(rule: RuleBase, override: RuleOverride) -> tuple[RuleBase, list[OverrideError]]:
     update: dict[str, Any] = {}
-    errors: list[str] = []
+    errors: list[OverrideError] = []
     if override.for_ is not None:
         update["for_"] = override.for_
     if override.keep_firing_for is not None:
@@ -61,24 +76,33 @@ def _override_one(rule: RuleBase, override: RuleOverride) -> tuple[RuleBase, lis
         if change is None:
             continue
         if side not in type(rule).model_fields:
-            errors.append(f"{rule.alert}: {side}: rule kind has no `{side}` levels")
+            errors.append(OverrideError(rule.alert, (side,), f"rule kind has no `{side}` levels"))
             continue
         update[side] = _merge_levels(getattr(rule, side), change)
     changed = rule.model_copy(update=update)
     # The new levels, labels and excludes must make sense for the rule's table, like in a rule file.
-    errors.extend(f"{rule.alert}: {'.'.join(map(str, loc))}: {msg}" for loc, msg in changed.check())
+    errors.extend(OverrideError(rule.alert, loc, msg) for loc, msg in changed.check())
     return changed, errors
 
 
 def apply_overrides(ruleset: RuleSet, overrides: dict[str, RuleOverride]) -> tuple[RuleSet, list[str]]:
     """The rule set with `overrides` applied, and every problem found (unknown rule names included)."""
+    ruleset, errors = apply_overrides_checked(ruleset, overrides)
+    return ruleset, [str(e) for e in errors]
+
+
+def apply_overrides_checked(
+    ruleset: RuleSet, overrides: dict[str, RuleOverride]
+) -> tuple[RuleSet, list[OverrideError]]:
+    """As apply_overrides, with each problem naming its rule and field so a caller can position it in the config."""
     names = ruleset.names()
-    errors: list[str] = []
+    errors: list[OverrideError] = []
     for name in overrides:
         if name not in names:
             close = difflib.get_close_matches(name, names, n=1)
             hint = f"did you mean {close[0]!r}? " if close else ""
-            errors.append(f"unknown rule {name!r}; {hint}known rules: {', '.join(names) or '(none loaded)'}")
+            errors.append(OverrideError(
+                name, (), f"unknown rule {name!r}; {hint}known rules: {', '.join(names) or '(none loaded)'}"))
     rules: list[RuleBase] = []
     for rule in ruleset.rules:
         override = overrides.get(rule.alert)

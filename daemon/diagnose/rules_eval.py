@@ -39,7 +39,7 @@ def session_conf() -> dict[str, str]:
     from the class-data-sharing archive (spark/class_archive.py) once a run has written it."""
     from spark.class_archive import java_options
 
-    return {**INTERPRETED, "spark.driver.extraJavaOptions": f"{SHORT_LIVED_JVM} {java_options()}".strip()}
+    return {**INTERPRETED, "spark.driver.extraJavaOptions": f"{SHORT_LIVED_JVM} {java_options(options=SHORT_LIVED_JVM)}".strip()}
 
 
 class SparkStarter:

@@ -27,7 +27,9 @@ def start_in_background() -> bool:
     """Start the warm-up as a detached process unless an archive exists or is being written; True if started."""
     if os.environ.get(OFF_ENV) == "off":
         return False
-    final = archive_path()
+    from daemon.diagnose.rules_eval import SHORT_LIVED_JVM
+
+    final = archive_path(options=SHORT_LIVED_JVM)
     if final is None or final.exists() or not claim_build(final):
         return False
     try:
@@ -64,7 +66,7 @@ def main() -> None:
     from spark.class_archive import QUIET_JVM_LOG
     from spark.session import get_session, stop_session
 
-    final = archive_path()
+    final = archive_path(options=SHORT_LIVED_JVM)  # keyed by the options diagnose's JVM runs with
     if final is None:
         return
     written = Path(f"{final}.tmp-{os.getpid()}")

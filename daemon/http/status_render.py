@@ -9,10 +9,10 @@ from html import escape
 from typing import Any
 from urllib.parse import urlencode
 
+from daemon.alerts.figures import Figures, figures
 from daemon.alerts.model import AlertInstance
 from daemon.alerts.silences import Silence
 from daemon.charts.sparkline import Point, svg_sparkline
-from daemon.http.figures import Figures, figures
 from daemon.notify.dispatcher import group_key, group_labels
 
 SEVERITY_COLOURS = {"critical": "#c62828", "warning": "#ef6c00", "info": "#1565c0"}

@@ -11,6 +11,8 @@ from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
+from config.zones import iana_zone
+
 # Broker-side logback patterns print GMT+8 whatever the host's zone (ref §5.4, §5.7), and the 5.x
 # client pattern too (ref §4); 4.9.x client logs use the JVM's local zone.
 GMT8 = timezone(timedelta(hours=8))
@@ -75,6 +77,8 @@ def zone_of(name: str) -> timezone | ZoneInfo:
     if text.upper() in ("UTC", "GMT", "Z"):
         return UTC
     try:
-        return ZoneInfo(text)
-    except (KeyError, ValueError):
-        raise ValueError(f"unknown time zone {name!r}; write UTC, GMT+8, +08:00 or an IANA name") from None
+        # config/zones.py tells a region folder (`Asia`, which zoneinfo opens as a directory) and any
+        # other unreadable key from a zone, so every caller gets a ValueError with a sentence.
+        return iana_zone(text)
+    except ValueError as exc:
+        raise ValueError(f"{exc}, or an offset such as GMT+8 or +08:00") from None

@@ -7,6 +7,7 @@ from email.utils import format_datetime, make_msgid
 
 import aiosmtplib
 
+from daemon.alerts.figures import RuleLookup
 from daemon.notify import render
 from daemon.notify.errors import DeliveryError
 from daemon.notify.model import Notification, ThreadRef
@@ -27,6 +28,7 @@ class EmailNotifier:
         password: str | None = None,
         timeout: float = 30.0,
         cert_bundle: str | None = None,
+        rules: RuleLookup | None = None,
     ) -> None:
         if security not in ("none", "starttls", "tls"):
             raise ValueError(f"receiver {name!r}: security must be none, starttls or tls, not {security!r}")
@@ -38,6 +40,7 @@ class EmailNotifier:
         self._password = password
         self.timeout = timeout
         self.cert_bundle = cert_bundle
+        self.rules = rules  # alert name -> rule, so figures read as the rule defines them
 
     def __repr__(self) -> str:
         return f"EmailNotifier(name={self.name!r}, host={self.host!r}, port={self.port})"  # never the password
@@ -55,8 +58,8 @@ class EmailNotifier:
             msg["In-Reply-To"] = thread.id
             msg["References"] = thread.id
         msg["X-Rocketwatch-Group"] = notification.group_key
-        msg.set_content(render.text(notification))
-        msg.add_alternative(render.html_body(notification), subtype="html")
+        msg.set_content(render.text(notification, self.rules))
+        msg.add_alternative(render.html_body(notification, self.rules), subtype="html")
         return msg
 
     async def send(self, notification: Notification, thread: ThreadRef | None) -> ThreadRef | None:

@@ -1,4 +1,9 @@
-"""Notifications as words: plain text (console, email), HTML (email) and Slack Block Kit."""
+"""Notifications as words: plain text (console, email), HTML (email) and Slack Block Kit.
+
+Every function takes an optional `rules` lookup (alert name -> rule): with it, an alert's figures
+read as its rule defines them (daemon/alerts/figures.py), as on the status page; without it, or for
+a rule no longer loaded, the raw value and threshold are shown.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +13,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+from daemon.alerts.figures import Figures, RuleLookup, figures
 from daemon.notify.model import AlertSnapshot, Change, Notification
 
 # Shown first, in this order, because they say *where*; any other label follows.
@@ -47,10 +53,10 @@ def where(alert: AlertSnapshot) -> list[tuple[str, str]]:
     return first + rest
 
 
-def change_line(n: Notification, change: Change) -> str:
+def change_line(n: Notification, change: Change, rules: RuleLookup | None = None) -> str:
     """One sentence saying what a change was, e.g. `escalated warning → critical: <summary>`."""
     alert = n.alert(change.fingerprint)
-    summary = _summary(alert) if alert else change.fingerprint
+    summary = _summary(alert, rules) if alert else change.fingerprint
     if change.kind == "firing":
         return f"new alert ({change.severity or 'no severity'}): {summary}"
     if change.kind == "resolved":
@@ -62,24 +68,24 @@ def change_line(n: Notification, change: Change) -> str:
 # ---- plain text ----------------------------------------------------------------------------------
 
 
-def text(n: Notification) -> str:
+def text(n: Notification, rules: RuleLookup | None = None) -> str:
     """The whole notification as plain text (console and the email text part)."""
     lines = [subject(n), ""]
     if n.is_update and n.changes:
-        lines += ["What changed:", *(f"  - {change_line(n, c)}" for c in n.changes), ""]
+        lines += ["What changed:", *(f"  - {change_line(n, c, rules)}" for c in n.changes), ""]
     elif n.reason == REMINDER:
         lines += [f"Reminder. {reminder_line(n)}", ""]
     for alert in n.alerts:
-        lines += _alert_text(alert) + [""]
-    lines.append("Group: " + ", ".join(f"{k}={v}" for k, v in n.group_labels.items()))
+        lines += _alert_text(alert, rules) + [""]
+    lines.append("Group: " + ", ".join(f"{k}={v}" for k, v in _group(n)))
     return "\n".join(lines).rstrip() + "\n"
 
 
-def _alert_text(a: AlertSnapshot) -> list[str]:
+def _alert_text(a: AlertSnapshot, rules: RuleLookup | None) -> list[str]:
     head = f"[{a.state.upper()}] {(a.severity or '').upper()} {a.rule}".replace("  ", " ")
-    lines = [head, f"  {_summary(a)}"]
+    lines = [head, f"  {_summary(a, rules)}"]
     lines.append("  " + " ".join(f"{k}={v}" for k, v in where(a)))
-    lines.append(f"  {_timeline(a)}")
+    lines.append(f"  {_timeline(a, rules)}")
     if a.no_data:
         lines.append("  (no fresh data for this series: held as it was, not resolved)")
     for title, key in (("Diagnosis", "diagnosis"), ("Next steps", "next_steps")):
@@ -91,7 +97,7 @@ def _alert_text(a: AlertSnapshot) -> list[str]:
 # ---- HTML ----------------------------------------------------------------------------------------
 
 
-def html_body(n: Notification) -> str:
+def html_body(n: Notification, rules: RuleLookup | None = None) -> str:
     """The notification as a small, self-contained HTML document (every value escaped)."""
     e = html.escape
     colour = COLOURS["resolved"] if n.status == "resolved" else COLOURS.get(n.severity, COLOURS[None])
@@ -100,20 +106,20 @@ def html_body(n: Notification) -> str:
         f"<h2 style=\"color:{colour}\">{e(subject(n))}</h2>",
     ]
     if n.is_update and n.changes:
-        items = "".join(f"<li>{e(change_line(n, c))}</li>" for c in n.changes)
+        items = "".join(f"<li>{e(change_line(n, c, rules))}</li>" for c in n.changes)
         parts.append(f"<p><b>What changed</b></p><ul>{items}</ul>")
     for a in n.alerts:
         c = COLOURS["resolved"] if a.state == "resolved" else COLOURS.get(a.severity, COLOURS[None])
         parts.append(f"<div style=\"border-left:4px solid {c};padding-left:8px;margin:12px 0\">")
         parts.append(f"<p><b>{e(a.state.upper())} {e((a.severity or '').upper())}</b> {e(a.rule)}</p>")
-        parts.append(f"<p>{e(_summary(a))}</p>")
+        parts.append(f"<p>{e(_summary(a, rules))}</p>")
         rows = "".join(f"<tr><td><code>{e(k)}</code></td><td>{e(v)}</td></tr>" for k, v in where(a))
-        parts.append(f"<table>{rows}</table><p><small>{e(_timeline(a))}</small></p>")
+        parts.append(f"<table>{rows}</table><p><small>{e(_timeline(a, rules))}</small></p>")
         for title, key in (("Diagnosis", "diagnosis"), ("Next steps", "next_steps")):
             if a.annotations.get(key):
                 parts.append(f"<p><b>{title}:</b> {e(a.annotations[key])}</p>")
         parts.append("</div>")
-    group = ", ".join(f"{k}={v}" for k, v in n.group_labels.items())
+    group = ", ".join(f"{k}={v}" for k, v in _group(n))
     parts.append(f"<p><small>Group: {e(group)}</small></p></body></html>")
     return "\n".join(parts)
 
@@ -122,14 +128,15 @@ def html_body(n: Notification) -> str:
 
 
 def slack_message(
-    n: Notification, max_alerts: int = SLACK_MAX_ALERTS, actions: bool = False, notes: Sequence[str] = ()
+    n: Notification, max_alerts: int = SLACK_MAX_ALERTS, actions: bool = False, notes: Sequence[str] = (),
+    rules: RuleLookup | None = None,
 ) -> dict[str, Any]:
     """Keyword arguments for chat.postMessage / chat.update: fallback text, header blocks, coloured body."""
     state = "resolved" if n.status == "resolved" else n.severity
     emoji = EMOJI.get(state or "", ":grey_question:")
     status = "RESOLVED" if n.status == "resolved" else f"FIRING ({len(n.firing)})"
     header = _cut(f"{status} · {n.rule}", _SLACK_HEADER_MAX)
-    group = " · ".join(f"{k} `{_esc(v)}`" for k, v in n.group_labels.items() if k != "alertname")
+    group = " · ".join(f"{k} `{_esc(v)}`" for k, v in _group(n) if k != "alertname")
     blocks: list[dict[str, Any]] = [
         {"type": "header", "text": {"type": "plain_text", "text": f"{emoji} {header}", "emoji": True}},
         {"type": "context", "elements": [{"type": "mrkdwn", "text": group or "all alerts"}]},
@@ -142,7 +149,7 @@ def slack_message(
     body: list[dict[str, Any]] = []
     shown = n.alerts[:max_alerts]
     for a in shown:
-        body.append({"type": "section", "text": {"type": "mrkdwn", "text": _slack_alert(a)}})
+        body.append({"type": "section", "text": {"type": "mrkdwn", "text": _slack_alert(a, rules)}})
         labels = " · ".join(f"{k} `{_esc(v)}`" for k, v in where(a))
         body.append({"type": "context", "elements": [{"type": "mrkdwn", "text": _cut(labels, 3000)}]})
     if len(n.alerts) > len(shown):
@@ -185,14 +192,14 @@ def slack_actions_block(group_key: str, group_labels: dict[str, str], acknowledg
     }
 
 
-def slack_thread_reply(n: Notification) -> str:
+def slack_thread_reply(n: Notification, rules: RuleLookup | None = None) -> str:
     """The thread reply for a change to a group that already has a message."""
     lines = []
     for c in n.changes:
         mark = {"firing": EMOJI.get(c.severity or "", ":bell:"), "resolved": EMOJI["resolved"]}.get(
             c.kind, ":arrow_up:" if c.reason == "escalated" else ":arrow_down:"
         )
-        lines.append(f"{mark} {_esc(change_line(n, c))}")
+        lines.append(f"{mark} {_esc(change_line(n, c, rules))}")
     if n.status == "resolved":
         last = max((a.resolved_at for a in n.alerts if a.resolved_at), default=n.created_at)
         lines.append(f"{EMOJI['resolved']} All alerts of this group resolved at {when(last)}.")
@@ -211,9 +218,9 @@ def reminder_line(n: Notification) -> str:
     return f"Still firing: {count} alert{'s' if count != 1 else ''}, the oldest since {when(since)}."
 
 
-def _slack_alert(a: AlertSnapshot) -> str:
+def _slack_alert(a: AlertSnapshot, rules: RuleLookup | None) -> str:
     mark = EMOJI["resolved"] if a.state == "resolved" else EMOJI.get(a.severity or "", ":grey_question:")
-    lines = [f"{mark} *{_esc(_summary(a))}*", f"_{_esc(_timeline(a))}_"]
+    lines = [f"{mark} *{_esc(_summary(a, rules))}*", f"_{_esc(_timeline(a, rules))}_"]
     for title, key in (("Diagnosis", "diagnosis"), ("Next steps", "next_steps")):
         if a.annotations.get(key):
             lines.append(f"*{title}:* {_esc(a.annotations[key])}")
@@ -223,17 +230,32 @@ def _slack_alert(a: AlertSnapshot) -> str:
 # ---- shared --------------------------------------------------------------------------------------
 
 
-def _summary(a: AlertSnapshot) -> str:
+def alert_figures(a: AlertSnapshot, rules: RuleLookup | None = None) -> Figures:
+    """The alert's value and threshold as its rule defines them (the raw pair when the rule is unknown)."""
+    return figures(a, rules(a.rule) if rules is not None else None)
+
+
+def figures_text(fig: Figures) -> list[str]:
+    """`value 250 vs 100 ms`, or `value 1.38 ms` and `fires while not ok` where no threshold applies."""
+    unit = f" {fig.unit}" if fig.unit else ""
+    if fig.threshold is not None:
+        parts = [f"value {_num(fig.value)} vs {_num(fig.threshold)}{unit}"]
+    else:
+        parts = [f"value {_num(fig.value)}{unit}"]
+    if fig.condition:
+        parts.append(f"fires while {fig.condition}")
+    return parts
+
+
+def _summary(a: AlertSnapshot, rules: RuleLookup | None) -> str:
     if a.annotations.get("summary"):
         return a.annotations["summary"]
     labels = ", ".join(f"{k}={v}" for k, v in where(a))
-    return f"{a.rule} ({labels}) value {_num(a.value)}, threshold {_num(a.threshold)}"
+    return f"{a.rule} ({labels}) {', '.join(figures_text(alert_figures(a, rules)))}"
 
 
-def _timeline(a: AlertSnapshot) -> str:
-    parts = [f"value {_num(a.value)}"]
-    if a.threshold is not None:
-        parts.append(f"threshold {_num(a.threshold)}")
+def _timeline(a: AlertSnapshot, rules: RuleLookup | None) -> str:
+    parts = figures_text(alert_figures(a, rules))
     parts.append(f"active since {when(a.active_at)}")
     if a.fired_at:
         parts.append(f"firing since {when(a.fired_at)}")
@@ -246,6 +268,11 @@ def _num(v: float | None) -> str:
     if v is None:
         return "-"
     return str(int(v)) if float(v).is_integer() else f"{v:.3g}"
+
+
+def _group(n: Notification) -> list[tuple[str, str]]:
+    # A grouping label the alerts do not have (no consumer group on a broker's alert) is absent, never "".
+    return [(k, v) for k, v in n.group_labels.items() if v]
 
 
 def _common(n: Notification, label: str) -> str | None:

@@ -12,6 +12,7 @@ from slack_sdk.http_retry.builtin_async_handlers import (
 )
 from slack_sdk.web.async_client import AsyncWebClient
 
+from daemon.alerts.figures import RuleLookup
 from daemon.charts.png import png_chart
 from daemon.charts.sparkline import Point
 from daemon.notify import render
@@ -46,6 +47,7 @@ class SlackNotifier:
         actions: bool = False,
         group_notes: Callable[[str], list[str]] | None = None,
         value_series: Callable[[str], Sequence[Point]] | None = None,
+        rules: RuleLookup | None = None,
     ) -> None:
         self.name = name
         self.channel = channel
@@ -55,6 +57,8 @@ class SlackNotifier:
         self.group_notes = group_notes
         # With a value history, a new group's message gets a chart of how its worst alert got there.
         self.value_series = value_series
+        # Alert name -> rule, so figures read as the rule defines them (no "threshold -1").
+        self.rules = rules
         # Retries live in slack-sdk: 429 waits for Retry-After, a dropped connection is retried.
         # Anything else fails the send and the outbox retries later with its own backoff.
         handlers = [
@@ -77,7 +81,8 @@ class SlackNotifier:
 
     async def _send(self, notification: Notification, thread: ThreadRef | None) -> ThreadRef | None:
         notes = self.group_notes(notification.group_key) if self.group_notes is not None else []
-        message = render.slack_message(notification, self.max_alerts, actions=self.actions, notes=notes)
+        message = render.slack_message(notification, self.max_alerts, actions=self.actions, notes=notes,
+                                       rules=self.rules)
         metadata = {
             "event_type": "rocketwatch_notification",
             # The outbox's idempotency key travels with the message, so a duplicate after a crash
@@ -96,7 +101,7 @@ class SlackNotifier:
             else:
                 await self.client.chat_postMessage(
                     channel=thread.channel or self.channel, thread_ts=thread.id,
-                    text=render.slack_thread_reply(notification), metadata=metadata,
+                    text=render.slack_thread_reply(notification, self.rules), metadata=metadata,
                 )
                 return thread
         response = await self.client.chat_postMessage(channel=self.channel, metadata=metadata, **message)
@@ -116,7 +121,9 @@ class SlackNotifier:
         title = f"{worst.rule}: value over the last {minutes} min ({where})"
         colour = render.COLOURS.get(worst.severity, render.COLOURS[None])
         try:
-            chart = png_chart(points, worst.threshold, title=f"{worst.rule} {where}", colour=colour)
+            # The chart draws the threshold the text states: none where the rule's condition is its `where`.
+            threshold = render.alert_figures(worst, self.rules).threshold
+            chart = png_chart(points, threshold, title=f"{worst.rule} {where}", colour=colour)
             await self.client.files_upload_v2(
                 channel=ref.channel, thread_ts=ref.id, content=chart, filename=f"{worst.rule}.png", title=title,
             )

@@ -60,3 +60,39 @@ def test_override_of_an_unknown_rule_is_an_error(tmp_path):
     result = _check(str(config))
     assert result.returncode == 1
     assert "ProcessQueueSpanTooLonng" in result.stdout and "ProcessQueueSpanTooLong" in result.stdout
+
+
+BAD_OVERRIDES = textwrap.dedent(
+    """\
+    clusters: [{name: c, namesrv: ["127.0.0.1:9876"]}]
+    rule_overrides:
+      ProcessQueueSpanTooLong:
+        for: 10m
+        exclude:
+          group: "test-(.*"
+      RebalanceChurn:
+        below: {critical: 3}
+      ConsumeDelayHigh:
+        above: {critical: "max_delay_ms * 2"}
+      ProcessQueueSpanTooLonng: {for: 1m}
+    """
+)
+
+
+def test_override_errors_name_file_line_and_field(tmp_path):
+    config = tmp_path / "rocketwatch.yaml"
+    config.write_text(BAD_OVERRIDES)
+    result = _check(str(config))
+    assert result.returncode == 1
+    lines = [line for line in result.stdout.splitlines() if line.startswith(str(config))]
+    assert len(lines) == 4, result.stdout
+    bad_regex, no_levels, unknown_column, unknown_rule = lines  # in the order of the file
+    assert bad_regex.startswith(f"{config}:6:") and "rule_overrides.ProcessQueueSpanTooLong.exclude.group: " \
+        "invalid regex 'test-(.*'" in bad_regex
+    assert no_levels.startswith(f"{config}:8:") and "rule_overrides.RebalanceChurn.below: " \
+        "rule kind has no `below` levels" in no_levels
+    assert unknown_column.startswith(f"{config}:10:") and "rule_overrides.ConsumeDelayHigh.above.critical: " \
+        "unknown column 'max_delay_ms'" in unknown_column
+    assert unknown_rule.startswith(f"{config}:11:") and "rule_overrides.ProcessQueueSpanTooLonng: " \
+        "unknown rule 'ProcessQueueSpanTooLonng'; did you mean 'ProcessQueueSpanTooLong'?" in unknown_rule
+    assert "PYSPARK False" in result.stdout

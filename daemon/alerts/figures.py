@@ -3,14 +3,18 @@
 A rule whose condition is its `where` (CollectorTargetUnreachable fires on `where: not ok`) needs a
 level every remaining row crosses: `above: {critical: -1}` on a duration, or `above: {warning: 0}`
 under `where: ... and target_ok_calls > 0`. Such a level is no threshold an operator could compare
-the value with, so the page states the rule's condition instead.
+the value with, so the status page and the notifications state the rule's condition instead.
+
+It lives with the alerts, below both the status page (daemon.http) and the notifiers (daemon.notify),
+so both read an alert's figures the same way.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
-from daemon.alerts.model import AlertInstance
 from rules.expressions import BoolOp, ColumnRef, Compare, Literal, Neg, Node
 
 # Units of quantities that cannot be negative (durations, sizes, counts, rates; rules/tables.py): a
@@ -20,9 +24,23 @@ NON_NEGATIVE_UNITS = frozenset({"ms", "s", "minutes", "bytes", "MiB", "messages"
                                 "notifications", "puts", "msg/s", "req/s"})
 
 
+# Alert name -> its rule (None when unknown): how renderers find what a figure means.
+RuleLookup = Callable[[str], object | None]
+
+
+class Measured(Protocol):
+    """Anything with an alert's value and threshold: a tracker instance or a notification's snapshot."""
+
+    @property
+    def value(self) -> float | None: ...
+
+    @property
+    def threshold(self) -> float | None: ...
+
+
 @dataclass(frozen=True)
 class Figures:
-    """What the page shows for one alert's value and threshold."""
+    """What to show for one alert's value and threshold."""
 
     value: float | None
     threshold: float | None  # None: no threshold applies
@@ -30,7 +48,7 @@ class Figures:
     condition: str = ""  # the rule's `where`, when it rather than a level makes the alert fire
 
 
-def figures(alert: AlertInstance, rule: object | None) -> Figures:
+def figures(alert: Measured, rule: object | None) -> Figures:
     """The alert's value (with its unit) and threshold as `rule` defines them; the raw pair without a rule."""
     if rule is None:
         return Figures(alert.value, alert.threshold)

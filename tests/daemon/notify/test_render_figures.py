@@ -1,0 +1,130 @@
+"""Slack and email state an alert's figures as its rule defines them, as the status page does.
+
+A rule whose condition is its `where` (CollectorTargetUnreachable: `where: not ok`, `above: {critical: -1}`)
+has no threshold an operator could read the value against: the message says what makes it fire instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import html
+import json
+from pathlib import Path
+
+import pytest
+
+from config.receivers import EmailReceiver, SlackReceiver
+from daemon.alerts.tracker import AlertTracker
+from daemon.notify.dispatcher import Dispatcher
+from daemon.notify.factory import build_notifier
+from daemon.notify.outbox import Outbox
+from rules.findings import Finding, RuleTiming
+from rules.loader import load_rule_files
+from tests.daemon.notify.conftest import at
+from tests.helpers.slack_server import SlackServer
+from tests.helpers.smtp_server import SmtpServer
+
+TOKEN = "xoxb-test-token"
+
+RULES = """\
+groups:
+  - name: figures
+    rules:
+      - alert: TargetFailing
+        kind: threshold
+        table: collector_health
+        value: latency_ms
+        where: not ok
+        above: {critical: -1}
+        by: [cluster, target, call]
+        summary: "{call} to {target} fails"
+        diagnosis: "the target does not answer this call"
+        next_steps: "nc -vz {target}"
+      - alert: TargetDegraded
+        kind: threshold
+        table: collector_health
+        value: latency_ms
+        where: not ok and latency_ms > 0
+        above: {warning: 0}
+        by: [cluster, target, call]
+        summary: "{call} to {target} fails"
+        diagnosis: "the target does not answer this call"
+        next_steps: "nc -vz {target}"
+      - alert: SlowPuts
+        kind: threshold
+        table: broker
+        value: put_p99_ms
+        above: {warning: 100}
+        by: [cluster, broker]
+        summary: "{broker} puts slowly"
+        diagnosis: "the disk is slow"
+        next_steps: "iostat -x 1"
+"""
+
+FAILING = Finding("TargetFailing", {"cluster": "prod", "target": "127.0.0.1:10911", "call": "QUERY_CONSUME_TIME_SPAN"},
+                  "critical", 1.38, -1.0, {"summary": "QUERY_CONSUME_TIME_SPAN to 127.0.0.1:10911 fails"})
+DEGRADED = Finding("TargetDegraded", {"cluster": "prod", "target": "127.0.0.1:10921", "call": "GET_CONSUME_STATS"},
+                   "warning", 2.5, 0.0, {"summary": "GET_CONSUME_STATS to 127.0.0.1:10921 fails"})
+# No summary: the fallback sentence states the figures too.
+SLOW = Finding("SlowPuts", {"cluster": "prod", "broker": "broker-a"}, "warning", 250.0, 100.0, {})
+
+
+@pytest.fixture
+def rules(tmp_path: Path):
+    path = tmp_path / "rules.yaml"
+    path.write_text(RULES)
+    by_name = {rule.alert: rule for rule in load_rule_files([path]).rules}
+    return by_name.get
+
+
+def queue(db, receiver: str) -> Outbox:
+    """One evaluation through the real tracker and dispatcher: the three alerts, one group each."""
+    tracker, outbox = AlertTracker(db), Outbox(db)
+    dispatcher = Dispatcher(outbox, [receiver], ["alertname", "cluster", "group"], None, ())
+    events = tracker.update({f.rule: RuleTiming(f.rule) for f in (FAILING, DEGRADED, SLOW)},
+                            [FAILING, DEGRADED, SLOW], at(0))
+    assert len(dispatcher.dispatch(events, tracker.active_alerts(), at(0))) == 3
+    return outbox
+
+
+def by_rule(texts: list[str]) -> dict[str, str]:
+    """Each rule's message, unescaped (Slack and HTML both escape `>`)."""
+    return {rule: html.unescape(next(t for t in texts if rule in t))
+            for rule in ("TargetFailing", "TargetDegraded", "SlowPuts")}
+
+
+def assert_figures_as_the_rules_define_them(texts: dict[str, str]) -> None:
+    failing, degraded, slow = texts["TargetFailing"], texts["TargetDegraded"], texts["SlowPuts"]
+    # The failing call's value is how long it took to fail; -1 is no threshold to read it against.
+    assert "1.38 ms" in failing and "fires while not ok" in failing
+    assert "-1" not in failing and "threshold" not in failing and "1.38 ms vs" not in failing
+    # A level its `where` already demands the value be past is no threshold either.
+    assert "2.5 ms" in degraded and "fires while not ok and latency_ms > 0" in degraded
+    assert "vs 0" not in degraded and "threshold 0" not in degraded
+    # Nor is a grouping label the alert does not have: no consumer group on a target's alert.
+    assert ", group=" not in failing and "group ``" not in failing
+    # A real threshold still reads as one, in the value's unit.
+    assert "250 vs 100 ms" in slow and "fires while" not in slow
+
+
+def test_slack_states_the_condition_instead_of_a_threshold_that_cannot_be_crossed(db, rules):
+    with SlackServer(token=TOKEN) as slack:
+        config = SlackReceiver(type="slack", name="oncall-slack", channel="#alerts", token_env="T",
+                               base_url=slack.base_url, timeout=5)
+        notifier = build_notifier(config, env={"T": TOKEN}, rules=rules)
+        report = asyncio.run(queue(db, "oncall-slack").deliver_due({"oncall-slack": notifier}, at(0)))
+        assert report.delivered == 3, report
+        posts = [json.dumps(call.args) for call in slack.calls_to("chat.postMessage")]
+    assert_figures_as_the_rules_define_them(by_rule(posts))
+
+
+def test_email_states_the_condition_instead_of_a_threshold_that_cannot_be_crossed(db, rules):
+    with SmtpServer() as smtp:
+        config = EmailReceiver(type="email", name="oncall-mail", host=smtp.host, port=smtp.port, security="none",
+                               from_addr="rocketwatch@example.com", to=["mq-oncall@example.com"])
+        notifier = build_notifier(config, rules=rules)
+        report = asyncio.run(queue(db, "oncall-mail").deliver_due({"oncall-mail": notifier}, at(0)))
+        assert report.delivered == 3, report
+        mails = smtp.wait_for(3)
+    assert_figures_as_the_rules_define_them(by_rule([m.get_body(("plain",)).get_content() for m in mails]))
+    assert_figures_as_the_rules_define_them(by_rule([m.get_body(("html",)).get_content() for m in mails]))
