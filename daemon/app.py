@@ -7,14 +7,14 @@ import logging
 import signal
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from apscheduler.events import EVENT_JOB_MAX_INSTANCES, EVENT_JOB_MISSED, JobEvent
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
-from config.loader import load_config
 from config.models import ClusterConfig, RocketwatchConfig
 from daemon.alerts.db import StateDB
 from daemon.alerts.group_actions import GroupActionStore
@@ -28,12 +28,14 @@ from daemon.collectors.security import client_options
 from daemon.collectors.sources import collect_sources
 from daemon.cycles import CycleRecord, CycleStats
 from daemon.http.server import start_http
+from daemon.jobs import DISPATCH, EVALUATE, MAINTAIN, collect_job_id, job_intervals
 from daemon.lifecycle import shutdown
 from daemon.metrics import DaemonMetrics
 from daemon.notify.outbox import Outbox
 from daemon.notify.routing import HEARTBEAT
 from daemon.notify.slack_actions import SlackActionListener
-from daemon.notify.wiring import build_routing, heartbeat_finding, start_slack_listeners
+from daemon.notify.wiring import build_routing, heartbeat_finding, start_listener_tasks, start_slack_listeners
+from daemon.reloader import Candidate, NotifyState, ReloadOutcome, ReloadRejected, prepare
 from daemon.rulebook import Rulebook, load_rulebook
 from daemon.sdnotify import sd_notify
 from daemon.selfmon import SelfMonitor, self_rules
@@ -76,6 +78,8 @@ class Daemon:
         self._http = None
         self._slack_listeners: list[SlackActionListener] = []
         self._slack_tasks: list[asyncio.Task] = []
+        # Work a reload leaves to the loop (listeners reconnecting, clients closing): held so it is not collected.
+        self._reload_tasks: set[asyncio.Task] = set()
         self._ready = False
         self._stopping = asyncio.Event()
         self._inflight: set[asyncio.Task] = set()
@@ -166,8 +170,13 @@ class Daemon:
 
     def _build_routing(self) -> None:
         self.notifiers, self.dispatcher = build_routing(
-            self.config.notify, self.outbox, self.silences, self.group_actions, self.value_history
+            self.config.notify, self.outbox, self.silences, self.group_actions, self.value_history,
+            rules=self.rule_named,
         )
+
+    def rule_named(self, alert: str) -> object | None:
+        """The running rule of that alert name; looked up at each call, so notifiers follow reloads."""
+        return next((rule for rule in self.rulebook.rules if rule.alert == alert), None)
 
     async def _start_slack_listeners(self) -> None:
         self._slack_listeners, self._slack_tasks = start_slack_listeners(
@@ -180,7 +189,7 @@ class Daemon:
         from spark.session import get_session
 
         started = time.monotonic()
-        session = get_session(self.config.spark.master, self.config.spark.conf)
+        session = get_session(self.config.spark.master, self.config.spark.conf, self.config.state_dir / "spark.log")
         self._evaluator = Evaluator(session, str(self.config.store))
         self.metrics.spark_up.set(1)
         log.info("spark session ready in %.1fs (master %s)", time.monotonic() - started, self.config.spark.master)
@@ -191,44 +200,116 @@ class Daemon:
         log.warning("job %s: previous run still in progress, this run skipped (cycle longer than its interval)",
                     event.job_id)
 
+    _JOB_OPTIONS = {"max_instances": 1, "coalesce": True, "misfire_grace_time": None}
+
     def _schedule(self) -> None:
         self.scheduler.add_listener(self._on_skipped, EVENT_JOB_MAX_INSTANCES | EVENT_JOB_MISSED)
-        common = {"max_instances": 1, "coalesce": True, "misfire_grace_time": None}
         first = utcnow()
+        intervals = job_intervals(self.config)
         for cluster in self.config.clusters:
+            self._add_collect_job(cluster, first)
+        for job_id, run, start in ((EVALUATE, self.evaluate_once, first), (DISPATCH, self.dispatch_once, None),
+                                   (MAINTAIN, self.maintain_once, first)):
             self.scheduler.add_job(
-                self._tracked, "interval", args=[self.collect_once, cluster], id=f"collect:{cluster.name}",
-                seconds=self.config.collect.interval.total_seconds(), next_run_time=first, **common,
+                self._tracked, "interval", args=[run], id=job_id, seconds=intervals[job_id].total_seconds(),
+                **({"next_run_time": start} if start is not None else {}), **self._JOB_OPTIONS,
             )
+
+    def _add_collect_job(self, cluster: ClusterConfig, first: datetime) -> None:
         self.scheduler.add_job(
-            self._tracked, "interval", args=[self.evaluate_once], id="evaluate",
-            seconds=self.config.evaluate.interval.total_seconds(), next_run_time=first, **common,
-        )
-        self.scheduler.add_job(
-            self._tracked, "interval", args=[self.dispatch_once], id="dispatch",
-            seconds=self.config.notify.interval.total_seconds(), **common,
-        )
-        self.scheduler.add_job(
-            self._tracked, "interval", args=[self.maintain_once], id="maintain",
-            seconds=self.config.maintenance.interval.total_seconds(), next_run_time=first, **common,
+            self._tracked, "interval", args=[self.collect_once, cluster], id=collect_job_id(cluster.name),
+            seconds=self.config.collect.interval.total_seconds(), next_run_time=first, **self._JOB_OPTIONS,
         )
 
-    def reload(self) -> tuple[bool, str]:
-        """SIGHUP or POST /-/reload: re-read config and rules; keep the running ones unless all are valid."""
+    # ---- reload ----------------------------------------------------------------------------
+
+    def reload(self) -> ReloadOutcome:
+        """SIGHUP or POST /-/reload: build the whole new config; swap it in only if every part is valid."""
         if self.config_path is None:
             log.warning("reload asked but the daemon was started without a config file")
-            return False, "started without a config file: nothing to reload"
+            return ReloadOutcome(False, "started without a config file: nothing to reload")
         try:
-            config = load_config(self.config_path)
-            rulebook = load_rulebook(config)
-        except Exception as exc:  # every error is already positioned for the operator
+            candidate = prepare(
+                self.config_path, self.config, self.rulebook, self.notifiers,
+                NotifyState(self.outbox, self.silences, self.group_actions, self.value_history, self.rule_named),
+            )
+        except ReloadRejected as exc:
             log.error("reload rejected, keeping the running config and rules:\n%s", exc)
-            return False, str(exc)
-        self.rulebook = rulebook
-        self.metrics.rules.set(len(rulebook.rules))
-        message = f"reloaded rules: {len(rulebook.rules)} rule(s) from {', '.join(config.rules)}"
+            return ReloadOutcome(False, str(exc))
+        self._swap(candidate)
+        lines = candidate.changes.lines()
+        message = f"reloaded {self.config_path}: " + ("\n".join(["", *lines]) if lines else "nothing changed")
         log.info(message)
-        return True, message
+        return ReloadOutcome(True, message, candidate.changes.to_json())
+
+    def _swap(self, new: Candidate) -> None:
+        # No await from here to the end: no cycle ever sees half the old configuration and half the new.
+        old = self.config
+        self.config, self.rulebook = new.config, new.rulebook
+        self.notifiers, self.dispatcher = new.notifiers, new.dispatcher
+        self.metrics.rules.set(len(new.rulebook.rules))
+        self.selfmon.evaluate_interval = new.config.evaluate.interval
+        if self.watchdog is not None:
+            self.watchdog.stall_after = new.config.watchdog_stall_after.total_seconds()
+        self._follow_clusters(old, new.config)
+        self._reschedule(old, new.config)
+        if new.listeners is not None:
+            self._replace_listeners(new.listeners)
+
+    def _follow_clusters(self, old: RocketwatchConfig, new: RocketwatchConfig) -> None:
+        # What a cluster's collection keeps between cycles goes with the cluster, or with the setting it follows.
+        kept = {c.name: c for c in new.clusters}
+        for cluster in old.clusters:
+            now = kept.get(cluster.name)
+            if now is None:
+                self.collector_health.pop(cluster.name, None)
+                self.stats.failed_calls.pop(cluster.name, None)
+            if now is None or now.logs != cluster.logs:
+                self.log_collectors.pop(cluster.name, None)  # new files are followed from their end, as at start
+            if now is None or now.security != cluster.security:
+                secure = self.secure_clients.pop(cluster.name, None)
+                if secure is not None:
+                    self._in_background(secure.client.close(), f"close:{cluster.name}")
+
+    def _reschedule(self, old: RocketwatchConfig, new: RocketwatchConfig) -> None:
+        if self.scheduler.get_job(EVALUATE) is None:
+            return  # not scheduled yet (Spark still starting): _schedule reads the new config when it runs
+        before, after = job_intervals(old), job_intervals(new)
+        previous = {c.name: c for c in old.clusters}
+        for job_id in before.keys() - after.keys():
+            self.scheduler.remove_job(job_id)
+        for cluster in new.clusters:
+            job_id = collect_job_id(cluster.name)
+            if job_id not in before:
+                self._add_collect_job(cluster, utcnow())
+            elif previous[cluster.name] != cluster:
+                self.scheduler.modify_job(job_id, args=[self.collect_once, cluster])
+        for job_id, interval in after.items():
+            if job_id in before and before[job_id] != interval:
+                # The next run comes one new interval from now.
+                self.scheduler.reschedule_job(job_id, trigger="interval", seconds=interval.total_seconds())
+
+    def _replace_listeners(self, listeners: list[SlackActionListener]) -> None:
+        old, self._slack_listeners = self._slack_listeners, listeners
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return  # no loop, so none was ever connected
+        self._in_background(self._reconnect_listeners(old, listeners), "slack-actions:reload")
+
+    async def _reconnect_listeners(self, old: list[SlackActionListener], new: list[SlackActionListener]) -> None:
+        for listener in old:
+            await listener.stop()
+        self._slack_tasks = start_listener_tasks(new)
+
+    def _in_background(self, work: Coroutine[Any, Any, None], name: str) -> None:
+        try:
+            task = asyncio.get_running_loop().create_task(work, name=name)
+        except RuntimeError:
+            work.close()  # no loop: nothing was ever opened on one
+            return
+        self._reload_tasks.add(task)
+        task.add_done_callback(self._reload_tasks.discard)
 
     # ---- jobs ------------------------------------------------------------------------------
 

@@ -21,6 +21,9 @@ async def shutdown(daemon: Daemon) -> None:
     budget = daemon.config.daemon.shutdown_timeout.total_seconds()
     deadline = time.monotonic() + budget
     daemon.scheduler.shutdown(wait=False)
+    if daemon._reload_tasks:
+        # A reload's listeners still reconnecting would otherwise outlive the shutdown that stops them.
+        await asyncio.wait(set(daemon._reload_tasks), timeout=min(5.0, budget * 0.2))
     inflight = {t for t in daemon._inflight if not t.done()}
     abandoned = False
     if inflight:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import time
 from datetime import UTC, datetime, timedelta
@@ -11,6 +12,7 @@ from aiohttp import web
 
 from daemon.http.status_page import add_routes as add_status_routes
 from daemon.http.write_guard import WriteRefused, check_write
+from daemon.store.maintenance import store_size
 
 if TYPE_CHECKING:
     from daemon.app import Daemon
@@ -27,6 +29,8 @@ async def metrics(request: web.Request) -> web.Response:
     """Prometheus text exposition of the daemon's own registry."""
     daemon = _daemon(request)
     daemon.refresh_gauges()
+    # Measured now, off the event loop: maintenance runs hourly and the store grows in between.
+    daemon.metrics.store_bytes.set(await asyncio.to_thread(store_size, daemon.config.store))
     return web.Response(body=daemon.metrics.exposition(), headers={"Content-Type": CONTENT_TYPE_METRICS})
 
 
@@ -90,15 +94,18 @@ async def api_silences(request: web.Request) -> web.Response:
 
 
 async def reload(request: web.Request) -> web.Response:
-    """Same as SIGHUP: swap config and rules only if all are valid; answer with the errors."""
+    """Same as SIGHUP: swap the whole config only if all of it is valid; answer with what changed or the errors."""
     http = _daemon(request).config.http
     try:
         # A reload is a write: same loopback-or-token rule and cross-site refusal as the silence API.
         check_write(request, http.token, http.listen.rpartition(":")[0], None)
     except WriteRefused as refused:
         return web.json_response({"reloaded": False, "message": refused.reason}, status=refused.status)
-    ok, message = _daemon(request).reload()
-    return web.json_response({"reloaded": ok, "message": message}, status=200 if ok else 400)
+    outcome = _daemon(request).reload()
+    body: dict[str, Any] = {"reloaded": outcome.ok, "message": outcome.message}
+    if outcome.changes is not None:
+        body["changes"] = outcome.changes  # the same changes as the message, for scripts
+    return web.json_response(body, status=200 if outcome.ok else 400)
 
 
 async def block_loop(request: web.Request) -> web.Response:

@@ -110,6 +110,9 @@ class Dispatcher:
         for key in firing.keys() - known:  # firing with no group row: after a restart, or a new route
             route, labels = labels_of[key]
             self.log.ensure(route, key[2], labels)
+            # Its alerts were told on their old route: the new one starts quiet, as if told now, so its
+            # reminders, updates and resolve (a moved heartbeat's next beat) reach the new receiver.
+            self.log.sent(GroupState(route.id, route.receiver, key[2], labels), "picked_up", now)
         if firing.keys() - known:
             groups = self.log.groups()
         order = {r.id: i for i, r in enumerate(self.router.routes())}

@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TextIO
 
 from config.receivers import ConsoleReceiver, EmailReceiver, ReceiverConfig, SlackReceiver, WebhookReceiver
+from daemon.alerts.figures import RuleLookup
 from daemon.charts.sparkline import Point
 from daemon.notify.console import ConsoleNotifier
 from daemon.notify.email import EmailNotifier
@@ -20,33 +21,34 @@ ValueSeries = Callable[[str], Sequence[Point]]  # fingerprint -> the alert's val
 
 def build_notifiers(
     configs: Sequence[ReceiverConfig], env: Mapping[str, str] = os.environ, stream: TextIO | None = None,
-    group_notes: GroupNotes | None = None, value_series: ValueSeries | None = None,
+    group_notes: GroupNotes | None = None, value_series: ValueSeries | None = None, rules: RuleLookup | None = None,
 ) -> dict[str, Notifier]:
     """One notifier per receiver, by name; raises ValueError naming a receiver whose secret is missing."""
     notifiers: dict[str, Notifier] = {}
     for config in configs:
-        notifiers[config.name] = build_notifier(config, env, stream, group_notes, value_series)
+        notifiers[config.name] = build_notifier(config, env, stream, group_notes, value_series, rules)
     return notifiers
 
 
 def build_notifier(
     config: ReceiverConfig, env: Mapping[str, str] = os.environ, stream: TextIO | None = None,
-    group_notes: GroupNotes | None = None, value_series: ValueSeries | None = None,
+    group_notes: GroupNotes | None = None, value_series: ValueSeries | None = None, rules: RuleLookup | None = None,
 ) -> Notifier:
-    """The notifier for one receiver config."""
+    """The notifier for one receiver config; `rules` (alert name -> rule) lets texts state figures as rules define them."""
     if isinstance(config, ConsoleReceiver):
-        return ConsoleNotifier(config.name, stream)
+        return ConsoleNotifier(config.name, stream, rules)
     if isinstance(config, SlackReceiver):
         return SlackNotifier(
             config.name, config.resolve_token(env), config.channel, base_url=config.base_url,
             max_alerts=config.max_alerts, timeout=config.timeout,
             actions=config.resolve_app_token(env) is not None, group_notes=group_notes, value_series=value_series,
+            rules=rules,
         )
     if isinstance(config, EmailReceiver):
         return EmailNotifier(
             config.name, config.host, config.port, config.from_addr, config.to, security=config.security,
             username=config.username, password=config.resolve_password(env), timeout=config.timeout,
-            cert_bundle=config.ca_file,
+            cert_bundle=config.ca_file, rules=rules,
         )
     if isinstance(config, WebhookReceiver):
         return WebhookNotifier(config.name, config.url, config.resolve_bearer(env), timeout=config.timeout,
