@@ -1,4 +1,10 @@
-"""Fixtures shared by the whole suite: one SparkSession for every test, and a throwaway sample store."""
+"""Fixtures shared by the whole suite: one SparkSession for every test, and a throwaway sample store.
+
+Every test that starts Spark carries the `spark` marker, so `pytest -m "not spark"` runs the rest
+quickly: the tests that use the `spark` fixture (directly or through another fixture) and the
+acceptance tests (their daemon or `rocketwatch eval` subprocess evaluates rules on Spark) get it
+here; a test that starts Spark some other way is marked where it is written.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +14,23 @@ from pathlib import Path
 import pytest
 
 from daemon.store.writer import ParquetStore
+
+# Tests that start Spark in a subprocess without the fixture, in files edited by another change right
+# now: marked from here until their own file says `@pytest.mark.spark`.
+STARTS_SPARK = {
+    "tests/daemon/diagnose/test_cli.py::test_first_run_leaves_a_class_archive_the_next_run_starts_from",
+}
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects by markers
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if (
+            "spark" in getattr(item, "fixturenames", ())
+            or item.get_closest_marker("acceptance")
+            or item.nodeid.split("[", 1)[0] in STARTS_SPARK
+        ):
+            item.add_marker(pytest.mark.spark)
 
 
 @pytest.fixture(scope="session")

@@ -5,13 +5,19 @@ from __future__ import annotations
 
 import signal
 import sqlite3
-import time
 from pathlib import Path
 
 import pytest
 
 from daemon.simulator import SimulatorThread
-from tests.helpers.daemon_proc import log_tail, start_daemon, wait_until, write_config
+from tests.helpers.daemon_proc import (
+    free_port,
+    log_tail,
+    start_daemon,
+    wait_evaluations,
+    wait_until,
+    write_config,
+)
 from tests.helpers.slack_server import SlackServer
 from tests.helpers.smtp_server import SmtpServer
 
@@ -20,8 +26,8 @@ pytestmark = pytest.mark.acceptance
 TOKEN = "xoxb-crash"
 
 
-def _config(tmp: Path, namesrv: str, slack: SlackServer, smtp: SmtpServer) -> Path:
-    return write_config(tmp, namesrv, http="enabled: false", slack_url=slack.base_url,
+def _config(tmp: Path, namesrv: str, slack: SlackServer, smtp: SmtpServer, http_port: int) -> Path:
+    return write_config(tmp, namesrv, http=f'listen: "127.0.0.1:{http_port}"', slack_url=slack.base_url,
                         slack_token_env="CRASH_SLACK_TOKEN", smtp_port=smtp.port, span_for="4s", span_keep="30s")
 
 
@@ -36,7 +42,8 @@ def test_killed_mid_send_the_notification_goes_out_once_after_restart(tmp_path):
         SlackServer(token=TOKEN) as slack,
         SmtpServer() as smtp,
     ):
-        config = _config(tmp_path, sim.namesrv_addr, slack, smtp)
+        base = f"http://127.0.0.1:{free_port()}"
+        config = _config(tmp_path, sim.namesrv_addr, slack, smtp, int(base.rsplit(":", 1)[1]))
         env = {"CRASH_SLACK_TOKEN": TOKEN}
         state_db = tmp_path / "state" / "state.db"
         first_log, second_log = tmp_path / "first.log", tmp_path / "second.log"
@@ -60,7 +67,7 @@ def test_killed_mid_send_the_notification_goes_out_once_after_restart(tmp_path):
         try:
             wait_until(lambda: slack.messages, 120, "the message after the restart", second_log)
             wait_until(lambda: smtp.messages, 30, "the mail", second_log)
-            time.sleep(6)  # several cycles: the alert keeps firing, nothing more may go out
+            wait_evaluations(base, 3, second_log)  # several cycles: the alert keeps firing, nothing more may go out
             posts = slack.calls_to("chat.postMessage")
             assert len(slack.messages) == 1 and len(posts) == 1, [c.args.get("text") for c in posts]
             assert len(smtp.messages) == 1, "the mail went out before the kill or after, but once"

@@ -21,7 +21,16 @@ from pathlib import Path
 import pytest
 
 from daemon.simulator import SimulatorThread
-from tests.helpers.daemon_proc import REPO, free_port, http, log_tail, start_daemon, wait_until, write_config
+from tests.helpers.daemon_proc import (
+    REPO,
+    free_port,
+    http,
+    log_tail,
+    start_daemon,
+    wait_evaluations,
+    wait_until,
+    write_config,
+)
 from tests.helpers.slack_server import SlackServer
 from tests.helpers.smtp_server import SmtpServer
 
@@ -162,7 +171,7 @@ def test_systemd_contract_json_logs_no_secrets_and_a_clean_stop(tmp_path):
             rejected = next(json.loads(ln)["msg"] for ln in log.read_text().splitlines()
                             if ln.startswith("{") and "reload rejected" in ln)
             assert f"{site}:7:16:" in rejected and "no_such_column" in rejected, rejected
-            time.sleep(5)
+            wait_evaluations(base, 2, log)  # cycles after the rejected reload, on the rules that were running
             assert "ProcessQueueSpanTooLong" in _alert_rules(base)
             # Fixed with a new rule + SIGHUP: the new rule fires, what was already told is not told again.
             site.write_text(CANARY_RULE)
@@ -187,17 +196,14 @@ def test_systemd_contract_json_logs_no_secrets_and_a_clean_stop(tmp_path):
 
             # Slack is back; SIGTERM right away: the flush gives the waiting resolve its last try.
             slack.fail_next(0)
-            stop_sent = time.monotonic()
             proc.send_signal(signal.SIGTERM)
-            rc = proc.wait(timeout=30)
-            took = time.monotonic() - stop_sent
+            rc = proc.wait(timeout=30)  # raises if the daemon does not stop
         finally:
             if proc.poll() is None:
                 proc.kill()
             notify.close()
 
         assert rc == 0, f"exit {rc} on SIGTERM; log tail:\n{log_tail(log)}"
-        assert took < 30
         assert notify.seen("STOPPING=1")
         assert _undelivered(tmp_path / "state" / "state.db") == 0
         assert any("RESOLVED" in json.dumps(c.args) for c in slack.calls_to("chat.update"))

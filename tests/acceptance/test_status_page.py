@@ -22,7 +22,7 @@ import pytest
 
 from daemon.simulator import SimulatorThread
 from tests.helpers.chromium import Chromium, chromium_path
-from tests.helpers.daemon_proc import write_config
+from tests.helpers.daemon_proc import wait_evaluations, write_config
 from tests.helpers.slack_server import SlackServer
 
 pytestmark = [
@@ -93,7 +93,8 @@ async def _drive(sim: SimulatorThread, slack: SlackServer, base: str, log: Path,
 
         sim.trigger("block")
         await _wait(lambda: _stuck_alert_firing(base), 120, "the stuck consumer's alert firing", log)
-        await asyncio.sleep(4)  # several notify intervals: a page would have gone out by now
+        # Whole evaluate-and-deliver cycles with the alert firing: a page would have gone out by now.
+        await asyncio.to_thread(wait_evaluations, base, 2, log)
         assert not _about_group_a(slack), "a silenced alert must not page"
         await page.navigate(f"{base}/")
         rows = await page.evaluate("[...document.querySelectorAll('tr.firing')].map(r => r.innerText)")

@@ -11,13 +11,12 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from daemon.simulator import SimulatorThread
-from tests.helpers.daemon_proc import free_port, http, wait_until, write_config
+from tests.helpers.daemon_proc import free_port, http, wait_evaluations, wait_until, write_config
 from tests.helpers.slack_server import SlackServer
 from tests.helpers.smtp_server import SmtpServer
 
@@ -66,7 +65,7 @@ def test_stuck_consumer_fires_once_in_slack_and_email_then_resolves(tmp_path):
 
             sim.trigger("block")
             wait_until(lambda: slack.messages and smtp.messages, 180, "the firing notification", log)
-            time.sleep(5)  # more cycles pass: still exactly one message and one mail for the group
+            wait_evaluations(base, 2, log)  # more cycles pass: still exactly one message and one mail for the group
             assert len(slack.messages) == 1 and not slack.replies
             assert len(smtp.messages) == 1
             firing_slack = _slack_text(next(iter(slack.messages.values())))
@@ -92,7 +91,7 @@ def test_stuck_consumer_fires_once_in_slack_and_email_then_resolves(tmp_path):
                 lambda: slack.calls_to("chat.update") and slack.replies and len(smtp.messages) >= 2,
                 90, "the resolve notification", log,
             )
-            time.sleep(3)
+            wait_evaluations(base, 2, log)  # and nothing more after it
             # The resolve updates the original message and replies in its thread; one more mail, threaded.
             original_ts = next(iter(slack.messages))
             update = slack.calls_to("chat.update")[-1].args

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import socket
-import time
 
 import pyarrow.dataset as ds
 
 from daemon.cli import main
 from daemon.simulator import SimulatorThread
+from tests.helpers.waiting import offsets_committed
 
 
 def _read(store, table):
@@ -17,9 +17,9 @@ def _read(store, table):
 
 def test_collect_once_writes_every_table_from_a_live_cluster(tmp_path, capsys):
     store = tmp_path / "store"
-    # Time runs 10x fast so consumers have committed offsets (every 5 s model time) before we look.
+    # Time runs 10x fast so consumers commit offsets (every 5 s model time) soon; we look once they have.
     with SimulatorThread("healthy", time_scale=0.1, group_a="ordersA", group_b="ordersB") as sim:
-        time.sleep(1.5)
+        offsets_committed(sim)
         rc = main(["collect", "--namesrv", sim.namesrv_addr, "--store", str(store), "--once"])
     out = capsys.readouterr().out
     assert rc == 0

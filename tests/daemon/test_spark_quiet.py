@@ -15,7 +15,7 @@ import pytest
 
 from tests.fixtures_path import CAPTURE
 
-pytestmark = pytest.mark.timeout(240)
+pytestmark = [pytest.mark.spark, pytest.mark.timeout(240)]  # its subprocess starts Spark
 
 REPO = Path(__file__).resolve().parents[2]
 # What Spark, log4j and the JVM print on their own (a log4j line, the JVM's notes): not an operator's business.

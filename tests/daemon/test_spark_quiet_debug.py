@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.timeout(240)
+pytestmark = [pytest.mark.spark, pytest.mark.timeout(240)]  # its subprocess starts Spark
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = [pytest.mark.spark, pytest.mark.timeout(120)]  # its subprocess starts Spark (which fails)
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -46,6 +46,26 @@ def http(method: str, url: str, timeout: float = 10) -> tuple[int, str]:
         return err.code, err.read().decode()
 
 
+def evaluations(base: str) -> int:
+    """How many evaluations the daemon at `base` has completed (its evaluate-duration histogram's count).
+
+    Each evaluation ends by delivering what it queued, and evaluations never overlap: once the count
+    has grown by 2, at least one whole evaluate-and-deliver cycle ran in between."""
+    status, metrics = http("GET", f"{base}/metrics")
+    assert status == 200, metrics
+    for line in metrics.splitlines():
+        if line.startswith("rocketwatch_evaluate_duration_seconds_count"):
+            return int(float(line.split()[-1]))
+    return 0
+
+
+def wait_evaluations(base: str, more: int, log: Path, timeout: float = 120) -> None:
+    """Wait until the daemon at `base` completed `more` evaluations after now (instead of sleeping
+    "a few cycles" and hoping they ran)."""
+    target = evaluations(base) + more
+    wait_until(lambda: evaluations(base) >= target, timeout, f"{more} more evaluation(s)", log)
+
+
 def start_daemon(config: Path, log: Path, env: dict[str, str], *extra: str) -> subprocess.Popen:
     """`python -m daemon.cli run --config CONFIG` with stdout+stderr into `log`."""
     with log.open("w") as out:

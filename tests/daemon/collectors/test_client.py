@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import struct
-import time
 
 import pytest
 
@@ -59,23 +59,40 @@ def test_concurrent_requests_matched_by_opaque_out_of_order() -> None:
     asyncio.run(main())
 
 
-def test_timeout_then_connection_still_usable() -> None:
+def test_timeout_then_connection_still_usable(caplog: pytest.LogCaptureFixture) -> None:
     async def main() -> None:
-        async with FakeServer(echo) as server, RemotingClient() as client:
-            start = time.perf_counter()
+        release = asyncio.Event()  # the server holds its answer to a "held" request until this is set
+        late_sent = asyncio.Event()
+
+        async def held(server: FakeServer, cmd: frame.RemotingCommand, writer: asyncio.StreamWriter) -> None:
+            if "held" in cmd.ext_fields:
+                await release.wait()
+                writer.write(response_bytes(cmd, ext=dict(cmd.ext_fields)))
+                await writer.drain()
+                late_sent.set()
+            else:
+                await echo(server, cmd, writer)
+
+        async with FakeServer(held) as server, RemotingClient() as client:
+            # The client gives up at its timeout while the server still holds the answer (a client
+            # that waited for the answer instead would hang here until the test's timeout).
             with pytest.raises(RemotingTimeout) as info:
-                await client.invoke(server.addr, RequestCode.GET_CONSUME_STATS, {"delay": "0.5"}, timeout=0.1)
-            assert time.perf_counter() - start < 0.4
+                await client.invoke(server.addr, RequestCode.GET_CONSUME_STATS, {"held": "1"}, timeout=0.1)
+            assert not release.is_set()
             assert info.value.code == 208 and info.value.timeout == 0.1
             assert "did not answer GET_CONSUME_STATS (208) within 0.1 s" in str(info.value)
             ok = await client.invoke(server.addr, 30, {"i": "after"}, timeout=2)
             assert ok.ext_fields["i"] == "after"
-            await asyncio.sleep(0.6)  # the late answer arrives, matches nothing, and is dropped
+            release.set()
+            await late_sent.wait()
+            # The late answer came first on the connection: matched nothing and was dropped.
             again = await client.invoke(server.addr, 30, {"i": "again"}, timeout=2)
             assert again.ext_fields["i"] == "again"
             assert server.connections == 1
+            assert "no request waits for it" in caplog.text
 
-    asyncio.run(main())
+    with caplog.at_level(logging.DEBUG, logger="daemon.collectors.remoting.client"):
+        asyncio.run(main())
 
 
 def test_server_closing_mid_frame_fails_then_reconnects() -> None:
@@ -177,14 +194,17 @@ def test_connect_refused_is_a_connect_error() -> None:
 
 
 def test_close_fails_requests_in_flight() -> None:
-    async def never(server: FakeServer, cmd: frame.RemotingCommand, writer: asyncio.StreamWriter) -> None:
-        await asyncio.sleep(3600)
-
     async def main() -> None:
+        received = asyncio.Event()
+
+        async def never(server: FakeServer, cmd: frame.RemotingCommand, writer: asyncio.StreamWriter) -> None:
+            received.set()
+            await asyncio.Event().wait()  # never answers
+
         async with FakeServer(never) as server:
             client = RemotingClient()
             pending = asyncio.ensure_future(client.invoke(server.addr, 30, timeout=10))
-            await asyncio.sleep(0.1)
+            await received.wait()  # the request is on the wire, waiting for its answer
             await client.close()
             with pytest.raises(RemotingConnectionLost):
                 await pending

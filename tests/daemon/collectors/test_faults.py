@@ -5,7 +5,6 @@ complete, and the next cycle after it recovers collects it again on the same cli
 from __future__ import annotations
 
 import asyncio
-import time
 from datetime import UTC, datetime
 
 import pytest
@@ -14,6 +13,7 @@ from daemon.collectors.cluster import CollectResult, collect_cluster
 from daemon.collectors.remoting.admin import AdminClient
 from daemon.collectors.remoting.client import RemotingClient
 from daemon.simulator import SimulatorThread
+from tests.helpers.waiting import offsets_committed
 
 TIMEOUT = 1.0
 
@@ -44,7 +44,7 @@ def queues_of(result: CollectResult, broker: str) -> set[tuple[str, int]]:
 def test_one_bad_broker_costs_its_rows_only_and_recovers(fault: str) -> None:
     set_fault, undo, words = FAULTS[fault]
     with SimulatorThread("healthy", time_scale=0.1, group_a="ordersA", group_b="ordersB") as sim:
-        time.sleep(1.0)  # let consumers commit offsets
+        offsets_committed(sim)
         bad = sim.broker_addrs["broker-b"]
         client = RemotingClient(default_timeout=TIMEOUT, connect_timeout=TIMEOUT)
         try:
@@ -52,9 +52,7 @@ def test_one_bad_broker_costs_its_rows_only_and_recovers(fault: str) -> None:
             assert queues_of(healthy, "broker-b") and healthy.failed_calls == 0
 
             sim.set_fault("broker-b", **set_fault)
-            started = time.monotonic()
             broken = cycle(sim, client)
-            took = time.monotonic() - started
 
             # broker-a is whole; broker-b's failures are named, one health row per failed call.
             assert queues_of(broken, "broker-a") == queues_of(healthy, "broker-a")
@@ -64,7 +62,10 @@ def test_one_bad_broker_costs_its_rows_only_and_recovers(fault: str) -> None:
             assert broken.failed_calls == len(failures)
             errors = " ".join(h["error"] or "" for h in failures).lower()
             assert any(w in errors for w in words), errors
-            assert took < 20  # each failure costs at most its timeout, calls run concurrently
+            if fault == "slow":
+                # Each failure costs its call timeout, never the wait for the late answer: every failed
+                # call is the client giving up at TIMEOUT (not an answer, not the cycle's outer bound).
+                assert all(f"within {TIMEOUT:g} s" in h["error"] for h in failures), failures
 
             sim.set_fault("broker-b", **undo)
             recovered = cycle(sim, client)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
 from datetime import UTC, datetime
 
 import pytest
@@ -15,6 +14,7 @@ from daemon.collectors.name_filter import Selection, is_system_topic
 from daemon.collectors.remoting.admin import AdminClient
 from daemon.collectors.remoting.client import RemotingClient
 from daemon.simulator import SimulatorThread
+from tests.helpers.waiting import offsets_committed
 
 
 def cycle(sim: SimulatorThread, selection: Selection | None) -> CollectResult:
@@ -35,7 +35,7 @@ def test_group_and_topic_patterns_from_the_config_decide_what_is_collected() -> 
         return ClusterConfig.model_validate({"name": "DefaultCluster", "namesrv": "127.0.0.1:1", **patterns}).selection()
 
     with SimulatorThread("healthy", time_scale=0.1, group_a="ordersA", group_b="billingB") as sim:
-        time.sleep(1.0)  # let consumers commit offsets
+        offsets_committed(sim)
         everything = cycle(sim, None)
         assert {"ordersA", "billingB"} <= groups_in(everything)
         assert not any(g in groups_in(everything) for g in ("TOOLS_CONSUMER", "SCHEDULE_CONSUMER"))

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from daemon.collectors.remoting import bodies, frame
@@ -71,15 +69,12 @@ def test_307_stuck_status_and_settings(rnd: str) -> None:
 @pytest.mark.parametrize("rnd", ROUNDS)
 def test_307_jstack_names_the_blocked_thread(rnd: str) -> None:
     raw = body(f"{rnd}_307_GET_CONSUMER_RUNNING_INFO_stuckGroup_5764_jstack")
-    start = time.perf_counter()
     info = bodies.decode_consumer_running_info(raw)
-    elapsed = time.perf_counter() - start
     assert len(raw) > 28_000
     assert info.jstack is not None
     assert "ConsumeMessageThread_stuckGroup_2" in info.jstack
     assert "ConsumeMessageThread_stuckGroup_3" in info.jstack
     assert "\n" in info.jstack
-    assert elapsed < 0.5  # generous bound; measured ≈ 1 ms
 
 
 def test_307_success_is_judged_by_code_not_remark() -> None:

@@ -4,7 +4,6 @@ no other client is asked (a jstack costs the client)."""
 from __future__ import annotations
 
 import asyncio
-import time
 from datetime import UTC, datetime
 
 from config.models import ClusterConfig
@@ -13,6 +12,7 @@ from daemon.collectors.remoting.admin import AdminClient
 from daemon.collectors.remoting.client import RemotingClient
 from daemon.simulator import SimulatorThread
 from rules.tables import get_table
+from tests.helpers.waiting import offsets_committed
 
 
 def test_only_configured_groups_yield_thread_dump_rows() -> None:
@@ -20,7 +20,7 @@ def test_only_configured_groups_yield_thread_dump_rows() -> None:
         {"name": "DefaultCluster", "namesrv": "127.0.0.1:1", "jstack_groups": ["orders*"]}
     )
     with SimulatorThread("healthy", time_scale=0.1, group_a="ordersA", group_b="billingB") as sim:
-        time.sleep(1.0)
+        offsets_committed(sim)
         clients = sim.inspect(lambda m: sorted(c.client_id for c in m.groups["ordersA"].clients))
 
         async def run() -> CollectResult:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
 from datetime import UTC, datetime
 
 import pytest
@@ -16,6 +15,7 @@ from daemon.collectors.remoting.client import RemotingClient
 from daemon.collectors.topic_list import TopicListCache, groups_of_retry_topics
 from daemon.simulator import SimulatorThread
 from tests.daemon.collectors.wire import body
+from tests.helpers.waiting import offsets_committed
 
 TOPIC_LIST_CALL = "GET_ALL_TOPIC_LIST_FROM_NAMESERVER"
 
@@ -46,7 +46,7 @@ def test_a_group_known_only_by_its_retry_topic_is_collected_and_the_topic_list_i
         return asyncio.run(run())
 
     with SimulatorThread("healthy", time_scale=0.1, group_a="ordersA", group_b="ordersB") as sim:
-        time.sleep(1.0)  # let consumers commit offsets
+        offsets_committed(sim)
         # ordersB's subscription config is gone (deleted, or on a broker not asked); its %RETRY% topic is not.
         sim.inspect(lambda m: m.subscription_groups.remove("ordersB"))
         first = cycle(sim)
@@ -60,7 +60,7 @@ def test_a_group_known_only_by_its_retry_topic_is_collected_and_the_topic_list_i
 
 def test_a_group_whose_clients_all_left_is_offline_with_its_offsets_still_collected() -> None:
     with SimulatorThread("healthy", time_scale=0.1, group_a="ordersA", group_b="ordersB") as sim:
-        time.sleep(1.0)  # let consumers commit offsets
+        offsets_committed(sim)
 
         def stop_all(m: object) -> None:
             for c in list(m.groups["ordersB"].clients):  # type: ignore[attr-defined]

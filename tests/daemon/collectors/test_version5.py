@@ -4,7 +4,6 @@ every response carries, and fills what only 5.x says (pullOffset, brokerActive, 
 from __future__ import annotations
 
 import asyncio
-import time
 from datetime import UTC, datetime
 
 import pytest
@@ -13,13 +12,15 @@ from daemon.collectors.cluster import CollectResult, collect_cluster
 from daemon.collectors.remoting.admin import AdminClient
 from daemon.collectors.remoting.client import RemotingClient
 from daemon.simulator import SimulatorThread
+from tests.helpers.waiting import offsets_committed, pulled_ahead_of_commit
 
 pytestmark = pytest.mark.timeout(60)
 
 
 def _cycle(version: int) -> tuple[CollectResult, dict[str, int | None]]:
     with SimulatorThread("healthy", server_version=version) as sim:
-        time.sleep(1.0)  # a few pulls, so pull offsets run ahead of the committed ones
+        offsets_committed(sim, topics=["OrderTopic"])
+        pulled_ahead_of_commit(sim)  # a few pulls, so pull offsets run ahead of the committed ones
 
         async def run() -> tuple[CollectResult, dict[str, int | None]]:
             async with RemotingClient(default_timeout=2.0, connect_timeout=1.0) as client:
@@ -54,7 +55,7 @@ def test_a_49x_broker_has_no_pull_offset_and_no_broker_active() -> None:
 def test_a_pop_group_gets_its_broker_side_rows_and_its_clients_are_not_asked_for_process_queues() -> None:
     with SimulatorThread("healthy", server_version=479) as sim:
         sim.inspect(lambda m: setattr(m.groups["orderConsumerB"], "consume_type", "CONSUME_POP"))
-        time.sleep(0.5)
+        offsets_committed(sim, topics=["OrderTopic"])
 
         async def run() -> CollectResult:
             async with RemotingClient(default_timeout=2.0, connect_timeout=1.0) as client:

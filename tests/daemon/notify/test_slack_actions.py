@@ -46,8 +46,34 @@ class Harness:
         self.notifiers = build_notifiers(self.configs, ENV, group_notes=self.actions.notes)
         self.listeners = build_action_listeners(self.configs, self.notifiers, self.silences, self.actions, ENV)
         self.now = at(0)
+        self.handled = 0  # clicks the listeners have finished handling (the message updated, if it is)
+        self._progress = asyncio.Event()
         for listener in self.listeners:
             listener.handler.clock = lambda: self.now  # clicks happen on the test's clock, as cycles do
+            listener.handler.handle = self._counting(listener.handler.handle)  # type: ignore[method-assign]
+
+    def _counting(self, handle):
+        async def counted(payload):
+            try:
+                return await handle(payload)
+            finally:
+                self.handled += 1
+                self._progress.set()
+
+        return counted
+
+    async def wait_handled(self, count: int, timeout: float = 10.0) -> None:
+        """Wait until the listeners have finished handling `count` clicks in all."""
+
+        async def reached() -> None:
+            while self.handled < count:
+                self._progress.clear()
+                await self._progress.wait()
+
+        try:
+            await asyncio.wait_for(reached(), timeout)
+        except TimeoutError:
+            raise AssertionError(f"{count} click(s) not handled within {timeout:.0f}s ({self.handled} were)") from None
 
     async def __aenter__(self) -> Harness:
         for listener in self.listeners:
@@ -83,12 +109,9 @@ class Harness:
             "actions": [{"action_id": action_id, "block_id": render.SLACK_ACTIONS_BLOCK, "type": "button",
                          "value": button["value"], "action_ts": str(time.time())}],
         }
-        updates = len(self.slack.calls_to("chat.update"))
+        handled = self.handled
         ack = await asyncio.to_thread(self.socket.send_interactive, payload)
-        for _ in range(100):  # the update follows the ack
-            if len(self.slack.calls_to("chat.update")) > updates:
-                break
-            await asyncio.sleep(0.05)
+        await self.wait_handled(handled + 1)  # the handling (and the message's update) follows the ack
         return ack
 
 
@@ -202,7 +225,7 @@ def test_a_button_without_a_readable_group_changes_nothing(db, servers):
             }
             ack = await asyncio.to_thread(socket.send_interactive, payload)
             assert ack["envelope_id"]  # acknowledged all the same, so Slack does not retry it
-            await asyncio.sleep(0.2)
+            await h.wait_handled(1)
             assert h.silences.all() == [] and slack.calls_to("chat.update") == []
 
     asyncio.run(scenario())

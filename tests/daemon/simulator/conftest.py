@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import socket
 import struct
-import time
 from collections.abc import Iterator
 
 import pytest
 
 from daemon.collectors.remoting.frame import JSON, RemotingCommand, decode_payload, encode
-from daemon.simulator import SimulatorThread
+from daemon.simulator import MessageQueue, SimulatorThread
+from daemon.simulator.model import ClusterModel
+from tests.helpers.waiting import offsets_committed, wait_until
 
 GROUP_A, GROUP_B = "orderConsumerA", "orderConsumerB"
+STUCK_QUEUE = MessageQueue("OrderTopic", "broker-a", 3)
 
 
 def read_frame(sock: socket.socket) -> RemotingCommand:
@@ -48,13 +50,20 @@ def call(
         return read_frame(sock)
 
 
+def commit_pinned(model: ClusterModel) -> bool:
+    """Group A's committed offset of the stuck queue, on its broker, is the first hung message."""
+    msgs = model.process_queue(GROUP_A, STUCK_QUEUE).msgs  # type: ignore[union-attr]
+    return bool(msgs) and model.brokers["broker-a"].committed(GROUP_A, "OrderTopic", 3) == min(msgs)
+
+
 @pytest.fixture(scope="package")
 def stuck_sim() -> Iterator[SimulatorThread]:
     """stuck-consumer at time_scale 0.1 with the block at 1 s: both hung messages within ~3 s."""
     with SimulatorThread("stuck-consumer", time_scale=0.1, block_at=10.0) as sim:
-        deadline = time.monotonic() + 30
-        while sim.inspect(lambda m: len(m.groups[GROUP_A].clients[0].blocked_threads())) < 2:
-            assert time.monotonic() < deadline, "the scenario never reached its second block"
-            time.sleep(0.1)
-        time.sleep(1.0)  # a couple of offset persists after the second block
+        wait_until(lambda: sim.inspect(lambda m: len(m.groups[GROUP_A].clients[0].blocked_threads())) >= 2,
+                   "the scenario's second block")
+        # An offset persist after the second block: the broker's commit is pinned at the first hung
+        # message, and every group's offsets (retry topics too) are on the brokers.
+        wait_until(lambda: sim.inspect(commit_pinned), "group A's commit pinned on broker-a")
+        offsets_committed(sim)
         yield sim
