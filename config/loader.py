@@ -6,13 +6,16 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 from ruamel.yaml import YAML
 from ruamel.yaml.error import MarkedYAMLError
 
 from config.models import RocketwatchConfig
+
+if TYPE_CHECKING:
+    from rules.overrides import OverrideError
 
 
 @dataclass(frozen=True)
@@ -58,6 +61,23 @@ def _position(node: Any, loc: Sequence[Any]) -> tuple[int, int]:
             break
         line, col = line + 1, col + 1
     return line, col
+
+
+def positioned_override_errors(path: str | os.PathLike[str], errors: Sequence[OverrideError]) -> list[ConfigError]:
+    """`file:line:col: rule_overrides.<rule>.<field>: sentence` for each error, in the order of the file."""
+    if not errors:
+        return []
+    try:
+        # The config loaded, so it parses: read again with line marks, which the validated model has not kept.
+        data: Any = YAML(typ="rt").load(Path(path).read_text(encoding="utf-8"))
+    except (OSError, MarkedYAMLError):
+        data = None  # changed on disk since: the errors still name the field, at the top of the file
+    positioned = []
+    for error in errors:
+        loc = ("rule_overrides", error.rule, *error.field)
+        line, col = _position(data, loc)
+        positioned.append(ConfigError(str(path), line, col, ".".join(map(str, loc)), error.message))
+    return sorted(positioned, key=lambda e: (e.line, e.col))
 
 
 def _expand_env(value: Any) -> Any:

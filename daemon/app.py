@@ -67,7 +67,7 @@ class Daemon:
         self.collector_health: dict[str, list[dict]] = {}
         self.lock = StateDirLock(config.state_dir)
         self.store = ParquetStore(config.store)
-        self.rulebook: Rulebook = load_rulebook(config)
+        self.rulebook: Rulebook = load_rulebook(config, config_path)
         self.client = RemotingClient()
         self.admin = AdminClient(self.client)
         # Clusters with ACL or TLS get their own client: credentials and TLS are per connection.

@@ -7,17 +7,12 @@ import asyncio
 import contextlib
 import importlib
 import sys
-from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
 from rules.tables import TABLES, VIEWS
-
-if TYPE_CHECKING:
-    from rules.overrides import OverrideError
 
 
 def _setup_logging(level: str, fmt: str = "text") -> None:
@@ -36,7 +31,7 @@ def _is_config_file(path: Path) -> bool:
 
 def cmd_check(args: argparse.Namespace) -> int:
     """Validate config and rule files without starting Spark; print every error with its position."""
-    from config.loader import ConfigLoadError, load_config
+    from config.loader import ConfigLoadError, load_config, positioned_override_errors
     from rules.loader import check_rule_files
     from rules.overrides import apply_overrides_checked
 
@@ -57,7 +52,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 
                 ruleset = load_rule_files(config.rules)
                 _, override_errors = apply_overrides_checked(ruleset, config.rule_overrides)
-                problems.extend(_positioned_override_errors(path, override_errors))
+                problems.extend(str(e) for e in positioned_override_errors(path, override_errors))
                 checked_rules += len(ruleset.rules)
         else:
             errors = check_rule_files([str(path)])
@@ -73,23 +68,6 @@ def cmd_check(args: argparse.Namespace) -> int:
         return 1
     print(f"OK: {len(args.files)} file(s), {checked_rules} rule(s)")
     return 0
-
-
-def _positioned_override_errors(path: Path, errors: Sequence[OverrideError]) -> list[str]:
-    """`file:line:col: rule_overrides.<rule>.<field>: sentence` for each error, in the order of the file."""
-    from config.loader import ConfigError
-    from config.loader import _position as position  # the loader's walk over the YAML's line marks
-
-    if not errors:
-        return []
-    # The config loaded, so it parses: read again with line marks, which the validated model has not kept.
-    data = YAML(typ="rt").load(path.read_text(encoding="utf-8"))
-    positioned = []
-    for error in errors:
-        loc = ("rule_overrides", error.rule, *error.field)
-        line, col = position(data, loc)
-        positioned.append(ConfigError(str(path), line, col, ".".join(map(str, loc)), error.message))
-    return [str(e) for e in sorted(positioned, key=lambda e: (e.line, e.col))]
 
 
 def cmd_run(args: argparse.Namespace) -> int:

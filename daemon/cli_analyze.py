@@ -10,15 +10,51 @@ from pathlib import Path
 from rules.durations import parse_duration
 
 
+class _BadArgument(Exception):
+    """A flag that cannot be used: one line naming it, exit 2, before anything is read."""
+
+
+def _step(text: str | None) -> timedelta:
+    if not text:
+        return timedelta(minutes=1)
+    try:
+        step = parse_duration(text)
+    except ValueError as exc:
+        raise _BadArgument(f"--step {text!r}: {exc}") from None
+    if step < timedelta(seconds=1):
+        # Broker-side logs are to the second and samples a minute apart: a finer step only multiplies Spark jobs.
+        raise _BadArgument(f"--step {text!r}: give 1s or more")
+    return step
+
+
+def _check(args: argparse.Namespace) -> timedelta:
+    """The replay step; every other flag checked, so a typo costs no parsing and no Spark."""
+    from daemon.logparse.lines import zone_of
+
+    if args.client_tz is not None:
+        try:
+            zone_of(args.client_tz)
+        except ValueError as exc:
+            raise _BadArgument(f"--client-tz {args.client_tz!r}: {exc}") from None
+    for flag, value in (("--broker", args.broker), ("--cluster", args.cluster)):
+        if value is not None and not value.strip():
+            raise _BadArgument(f"{flag}: give a name, not an empty string")
+    if args.html and Path(args.html).is_dir():
+        raise _BadArgument(f"--html {args.html}: is a directory; give the file to write the report to")
+    if args.html and not Path(args.html).resolve().parent.is_dir():
+        raise _BadArgument(f"--html {args.html}: no directory {Path(args.html).resolve().parent} to write it in")
+    return _step(args.step)
+
+
 def cmd_analyze(args: argparse.Namespace) -> int:
-    """Analyze the paths; print the report; exit 2 when nothing in them could be read."""
+    """Analyze the paths; print the report; exit 2 when nothing in them could be read or a flag is wrong."""
     from daemon.analyze import render
     from daemon.analyze.report import analyze
 
     try:
-        step = parse_duration(args.step) if args.step else timedelta(minutes=1)
-    except ValueError as exc:
-        print(f"--step: {exc}", file=sys.stderr)
+        step = _check(args)
+    except _BadArgument as exc:
+        print(f"rocketwatch analyze: {exc}", file=sys.stderr)
         return 2
     report = analyze([Path(p) for p in args.paths], cluster=args.cluster, client_tz=args.client_tz,
                      broker=args.broker, step=step)
@@ -29,7 +65,11 @@ def cmd_analyze(args: argparse.Namespace) -> int:
         return 2
     print(render.as_json(report) if args.format == "json" else render.text(report), end="")
     if args.html:
-        Path(args.html).write_text(render.html(report), encoding="utf-8")
+        try:
+            Path(args.html).write_text(render.html(report), encoding="utf-8")
+        except OSError as exc:
+            print(f"rocketwatch analyze: --html {args.html}: cannot write it: {exc.strerror}", file=sys.stderr)
+            return 1
         print(f"report written to {args.html}", file=sys.stderr)
     return 0
 

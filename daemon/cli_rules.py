@@ -81,17 +81,32 @@ class _EvalSetup:
     conf: dict[str, str]
 
 
+MAX_EVALUATIONS = 100_000  # more than a day at 1s, a month at the daemon's 30s
+
+
 class _BadInput(Exception):
     """An operator error in the flags, the config or the rules: exit 2 with this message."""
 
 
+def _duration(text: str, flag: str) -> timedelta:
+    """A positive duration given to `flag`, or _BadInput naming the flag."""
+    try:
+        value = parse_duration(text)
+    except ValueError as exc:
+        raise _BadInput(f"{flag} {text!r}: {exc}") from None
+    if value <= timedelta(0):
+        raise _BadInput(f"{flag} {text!r}: must be more than 0")
+    return value
+
+
 def _setup(args: argparse.Namespace) -> _EvalSetup:
+    from config.loader import positioned_override_errors
     from rules.loader import RuleLoadError, load_rule_files
-    from rules.overrides import apply_overrides
+    from rules.overrides import apply_overrides_checked
 
     master, conf, overrides = "local[2]", {}, {}
     rule_paths, store = args.rules, args.store
-    stale_after = parse_duration(args.stale_after) if args.stale_after else None
+    stale_after = _duration(args.stale_after, "--stale-after") if args.stale_after else None
     if args.config:
         from config.loader import ConfigLoadError, load_config
 
@@ -114,9 +129,9 @@ def _setup(args: argparse.Namespace) -> _EvalSetup:
         ruleset = load_rule_files(rule_paths or ["builtin"])
     except RuleLoadError as exc:
         raise _BadInput(str(exc)) from None
-    ruleset, errors = apply_overrides(ruleset, overrides)
-    if errors:
-        raise _BadInput("\n".join(f"{args.config}: rule_overrides: {e}" for e in errors))
+    ruleset, errors = apply_overrides_checked(ruleset, overrides)
+    if errors:  # overrides come only from --config
+        raise _BadInput("\n".join(str(e) for e in positioned_override_errors(args.config, errors)))
     rules = list(ruleset.rules)
     return _EvalSetup(rules, {r.alert: r.timing for r in rules}, store,
                       stale_after or timedelta(seconds=60), master, conf)
@@ -125,7 +140,7 @@ def _setup(args: argparse.Namespace) -> _EvalSetup:
 def _time(text: str, flag: str, now: datetime) -> datetime:
     try:
         return parse_time(text, now)
-    except ValueError:
+    except (ValueError, OverflowError):  # OverflowError: an offset past year 1
         raise _BadInput(f"{flag} {text!r}: give an ISO time (2026-11-22T10:00:00Z), 'now' or -15m") from None
 
 
@@ -162,14 +177,17 @@ def cmd_replay(args: argparse.Namespace) -> int:
     try:
         setup = _setup(args)
         start, end = _time(args.from_, "--from", now), _time(args.to, "--to", now)
-        step = parse_duration(args.step)
-        times = list(steps(start, end, step))
-    except (_BadInput, ValueError) as exc:
+        step = _duration(args.step, "--step")
+        if start > end:
+            raise _BadInput(f"--from {start.isoformat()} is after --to {end.isoformat()}")
+        if (end - start) / step >= MAX_EVALUATIONS:
+            # Each evaluation is a Spark job: a year at 1s would not end, and its times alone fill the memory.
+            raise _BadInput(f"--from {start.isoformat()} to --to {end.isoformat()} every {step} is more than "
+                            f"{MAX_EVALUATIONS} evaluations: give a longer --step or a shorter span")
+    except _BadInput as exc:
         print(f"rocketwatch replay: {exc}", file=sys.stderr)
         return 2
-    if not times:
-        print(f"rocketwatch replay: --from {start.isoformat()} is after --to {end.isoformat()}", file=sys.stderr)
-        return 2
+    times = list(steps(start, end, step))
     session = get_session(setup.master, setup.conf)
     timeline = replay(partial(evaluate_reference, session, setup.store), setup.rules, setup.timings, times, setup.stale_after)
     for transition in timeline:

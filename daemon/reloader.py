@@ -75,7 +75,7 @@ def prepare(
     """Load `path` and build its rules, routes and receivers; raise ReloadRejected on any error."""
     try:
         loaded = load_config(path)
-        new_rulebook = load_rulebook(loaded)
+        new_rulebook = load_rulebook(loaded, path)
     except (ConfigLoadError, RuleLoadError) as exc:  # already positioned for the operator
         raise ReloadRejected(str(exc)) from exc
     except Exception as exc:  # anything unforeseen still refuses the reload rather than half-applying it

@@ -138,9 +138,19 @@ def _flow_control(group: str, events: list[dict[str, Any]]) -> list[Finding]:
                                   f"to {rows[-1]['ts']:%H:%M:%S} UTC, {kind} up to {peak:.0f}",
                            [f"client {rows[-1]['client_id'] or 'unknown'}; {len(rows)} log line(s), and the client "
                             f"logs only every 1000th occurrence",
-                            "span: one message far behind the others has not finished; count/size: the handler "
-                            "is slower than the pulls"]))
+                            _FLOW_CONTROL_CAUSE.get(kind, "the client paused its pulls on this queue")]))
     return out
+
+
+# Said only for the kind the log line names: a span is one message, a count or size is a slow handler.
+_FLOW_CONTROL_CAUSE = {
+    "span": "the oldest message the client holds has not finished while those after it were consumed "
+            "(consumeConcurrentlyMaxSpan, 2000 by default): pulls on this queue wait for it",
+    "count": "more messages cached on this queue than pullThresholdForQueue (1000 by default): the handler is "
+             "slower than the pulls",
+    "size": "more MiB cached on this queue than pullThresholdSizeForQueue (100 by default): the handler is slower "
+            "than the pulls",
+}
 
 
 def _pinned_offsets(built: Built) -> list[Finding]:
@@ -154,11 +164,17 @@ def _pinned_offsets(built: Built) -> list[Finding]:
                 if len(queues) < 2 or typical <= 100 or committed >= typical * 0.1:
                     continue
                 top = maxima.get((topic, queue))
+                if top is not None and top <= committed:
+                    continue  # a queue that receives little, all of it consumed: nothing is pinned
+                # Queues fill independently: the siblings' offsets say nothing of this queue's own lag.
                 lag = f"lag {top - committed} on this queue" if top is not None else (
-                    f"at least {typical - committed:.0f} behind its siblings")
+                    f"its lag is not in these inputs (no consume queue of {topic} in the store): "
+                    f"`mqadmin consumerProgress -g {group}` shows it")
+                unless = "" if top is not None else "unless this queue receives few messages, "
                 out.append(Finding(group, f"{topic} queue {queue}: committed offset {committed} while its other "
                                           f"queues are near {typical:.0f}",
-                                   ["the committed offset is the lowest message still being consumed: one message "
-                                    "has not finished, and everything after it will be consumed again on restart",
+                                   [f"the committed offset is the lowest message still being consumed: {unless}the "
+                                    f"message at offset {committed} has not finished, and everything after it will "
+                                    f"be consumed again on restart",
                                     lag]))
     return out

@@ -80,7 +80,8 @@ def detect_log_kind(path: Path | str) -> str | None:
     """What a file is, from its first lines (names lie after copying): client, store, broker or None."""
     lines = _head(Path(path))
     text = "\n".join(lines)
-    store_lines = text.count("[PAGECACHERT]") + text.count("[STORETPS]")
+    # Only log lines count: a README or a ticket that quotes store.log is not one.
+    store_lines = sum(1 for line in lines if HEAD.match(line) and ("[PAGECACHERT]" in line or "[STORETPS]" in line))
     broker_lines = sum(text.count(s) for s in ("consumer connected", "unregister a ", "create new topic", " main - ",
                                                   "send msg to DLQ"))
     if store_lines and store_lines >= broker_lines:

@@ -73,7 +73,10 @@ def zone_of(name: str) -> timezone | ZoneInfo:
     match = re.fullmatch(r"(?:GMT|UTC)?([+-])(\d{1,2})(?::?(\d\d))?", text)
     if match:
         sign = 1 if match[1] == "+" else -1
-        return timezone(sign * timedelta(hours=int(match[2]), minutes=int(match[3] or 0)))
+        offset = timedelta(hours=int(match[2]), minutes=int(match[3] or 0))
+        if offset > timedelta(hours=14) or int(match[3] or 0) >= 60:
+            raise ValueError(f"{name!r}: a zone's offset is at most 14 hours, minutes under 60 (e.g. GMT+8, +05:30)")
+        return timezone(sign * offset)
     if text.upper() in ("UTC", "GMT", "Z"):
         return UTC
     try:

@@ -188,3 +188,36 @@ def test_stats_log_is_read_and_watermark_log_is_set_aside_as_not_used(groups_rep
     assert "1000.00" not in stats  # sizes are not message counts
     unused = groups_report.split("\nNOT USED\n", 1)[1]
     assert "watermark.log: RocketMQ broker watermark.log (thread-pool queue sizes each second): not used" in unused
+
+
+# Issue 34, the capture read sentence by sentence -----------------------------------------------
+
+def test_flow_control_is_explained_by_its_own_kind_only(captured_report):
+    """stuckGroup's flow control is the span kind: the count/size cause does not apply."""
+    flow = _finding(captured_report, "stuckGroup: flow control (span) on OrderTopic/broker-a/3")
+    assert "the oldest message the client holds has not finished while those after it were consumed" in flow
+    assert "count/size" not in flow and "slower than the pulls" not in flow
+
+
+def test_a_pinned_offset_claims_no_lag_the_inputs_do_not_hold(captured_report):
+    """The store has no consume queue of OrderTopic: queue 3's lag (3700 and more) is not its siblings' 849."""
+    pinned = _finding(captured_report, "stuckGroup: OrderTopic queue 3: committed offset 0 while its other queues "
+                                       "are near 849")
+    assert "behind its siblings" not in pinned
+    assert ("its lag is not in these inputs (no consume queue of OrderTopic in the store): "
+            "`mqadmin consumerProgress -g stuckGroup` shows it") in pinned
+    assert "unless this queue receives few messages, the message at offset 0 has not finished" in pinned
+
+
+def test_a_low_offset_on_a_queue_that_received_little_is_not_pinned(tmp_path, spark):
+    """AuditTopic queue 3 holding 5 messages, all 5 consumed by slowGroup: a low offset, nothing pinned."""
+    store = _store(tmp_path)
+    queue = store / "consumequeue" / "AuditTopic" / "3" / "00000000000000000000"
+    data = bytearray(queue.read_bytes())
+    data[5 * 20:] = bytes(len(data) - 5 * 20)  # 20 bytes a slot: only the first 5 messages remain
+    queue.write_bytes(bytes(data))
+    offsets = store / "config" / "consumerOffset.json"
+    offsets.write_text(offsets.read_text().replace('"AuditTopic@slowGroup":{0:386,1:386,2:386,3:386',
+                                                   '"AuditTopic@slowGroup":{0:386,1:386,2:386,3:5'))
+    text = render.text(analyze([store], spark=spark))
+    assert "AuditTopic queue 3: committed offset 5" not in text

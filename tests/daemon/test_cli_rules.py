@@ -171,6 +171,30 @@ def test_eval_and_replay_reject_bad_input_with_status_2(tmp_path, capsys):
     assert "cached_msgs" in capsys.readouterr().err
 
 
+BAD_FLAGS = {
+    "a stale_after that is no duration": (["eval", "--stale-after", "soon"],
+                                          "rocketwatch eval: --stale-after 'soon': expected a duration"),
+    "a stale_after of 0": (["eval", "--stale-after", "0s"], "rocketwatch eval: --stale-after '0s': must be more than 0"),
+    "an offset before year 1": (["eval", "--at", "-99999999d"], "rocketwatch eval: --at '-99999999d': give an ISO time"),
+    "a step of 0": (["replay", "--from", "-1h", "--step", "0s"], "rocketwatch replay: --step '0s': must be more than 0"),
+    "a step that is no duration": (["replay", "--from", "-1h", "--step", "soon"],
+                                   "rocketwatch replay: --step 'soon': expected a duration"),
+    "years at one second": (["replay", "--from", "1999-01-01", "--step", "1s"],
+                            "rocketwatch replay: --from 1999-01-01T00:00:00+00:00 to --to "),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_FLAGS))
+def test_a_bad_flag_is_one_line_and_status_2(case, tmp_path, capsys):
+    """No traceback, and no Spark job per second of 27 years (that one ran the machine out of memory)."""
+    (tmp_path / "store").mkdir()
+    (tmp_path / "rules.yaml").write_text(RULES)
+    command, *flags = BAD_FLAGS[case][0]
+    code = main([command, "--store", str(tmp_path / "store"), "--rules", str(tmp_path / "rules.yaml"), *flags])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith(BAD_FLAGS[case][1]) and err.count("\n") == 1, err
+
+
 def test_timeline_names_a_pending_alert_that_cleared_and_one_that_fired_at_once():
     from daemon.replay import replay, steps
     from rules.findings import Finding, RuleTiming

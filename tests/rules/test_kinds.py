@@ -67,7 +67,7 @@ def test_the_json_schema_offers_every_kind():
     ({"alert": "X", "kind": "threshold", "table": "consumer_group", "value": "lag", "above": {"warning": 1},
       "summary": "{peer_value}"}, "unknown placeholder {peer_value}"),
     ({"alert": "X", "kind": "threshold", "table": "consumer_groups", "value": "lag", "above": {"warning": 1}},
-     "views: consumer_group, queue_owner, topic_activity"),
+     "views: consumer_group, dlq_queue, queue_owner, topic_activity"),
 ])
 def test_mistakes_are_reported_with_the_field(tmp_path, rule, message):
     errors = _errors(tmp_path, rule)

@@ -56,6 +56,29 @@ def test_bad_every_is_a_usage_error() -> None:
     assert result.returncode == 2 and "--every" in result.stderr and "Traceback" not in result.stderr
 
 
+BAD_ARGUMENTS = {
+    "a name server without a port": (["--namesrv", "nohost"], "argument --namesrv: 'nohost' is not host:port"),
+    "a port past 65535": (["--namesrv", "127.0.0.1:99999"], "argument --namesrv: '127.0.0.1:99999' is not host:port"),
+    "an empty group": (["--group", ""], "argument --group/-g: give the consumer group's name"),
+    "no samples": (["--samples", "0"], "argument --samples: '0': give a whole number, 1 or more"),
+    "a timeout of 0": (["--timeout", "0"], "argument --timeout: '0': give seconds, more than 0"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_ARGUMENTS))
+def test_a_bad_argument_is_a_usage_error_naming_it(case: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from daemon.cli import main
+
+    change, said = BAD_ARGUMENTS[case]
+    args = {"--namesrv": "127.0.0.1:1", "--group": "g", "--timeout": "1"}
+    args.update(zip(change[::2], change[1::2], strict=True))
+    with pytest.raises(SystemExit) as exit_:
+        main(["diagnose", *(item for pair in args.items() for item in pair)])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert err.splitlines()[-1].startswith(f"rocketwatch diagnose: error: {said}") and "Traceback" not in err
+
+
 def test_first_run_leaves_a_class_archive_the_next_run_starts_from(cache: Path, monkeypatch) -> None:
     monkeypatch.delenv("ROCKETWATCH_CLASS_ARCHIVE")
     with SimulatorThread("healthy", time_scale=0.1) as sim:
