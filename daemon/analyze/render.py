@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections import defaultdict
 from datetime import datetime
 from html import escape
@@ -53,6 +54,23 @@ def stats_lines(events: list[dict[str, Any]]) -> list[str]:
             for (topic, event, group), values in sorted(series.items()) if max(values) > 0]
 
 
+def by_folder(entries: list[tuple[str, str]]) -> list[str]:
+    """Unread or unused files as lines: one per folder and reason with a count (a capture directory
+    holds hundreds of files of one kind), a file alone in its group under its own path."""
+    groups: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for path, why in entries:
+        groups[(os.path.dirname(path), why)].append(path)
+    lines = []
+    for (folder, why), paths in groups.items():
+        if len(paths) == 1:
+            lines.append(f"{paths[0]}: {why}")
+            continue
+        names = [os.path.basename(p) for p in paths]
+        shown = ", ".join(names) if len(names) <= 3 else f"{names[0]}, {names[1]} and {len(names) - 2} more"
+        lines.append(f"{os.path.join(folder or '.', '')}: {len(names)} files, {why} ({shown})")
+    return lines
+
+
 def text(report: Report) -> str:
     """Plain text, most important first: what was found, then what fired, then the details."""
     out = [f"rocketwatch analyze — {what_was_analysed(report)}"]
@@ -85,9 +103,9 @@ def text(report: Report) -> str:
                 for s in report.stuck]
     if report.problems or report.skipped:
         out += ["", "NOT READ"]
-        out += [f"  {p}" for p in report.problems] + [f"  {path}: {why}" for path, why in report.skipped]
+        out += [f"  {p}" for p in report.problems] + [f"  {line}" for line in by_folder(report.skipped)]
     if report.unused:
-        out += ["", "NOT USED"] + [f"  {path}: {why}" for path, why in report.unused]
+        out += ["", "NOT USED"] + [f"  {line}" for line in by_folder(report.unused)]
     return "\n".join(out) + "\n"
 
 
@@ -165,9 +183,9 @@ def html(report: Report) -> str:
         parts.append("</table>")
     if report.problems or report.skipped:
         parts.append("<h2 id=unread>Not read</h2><ul>" + "".join(f"<li>{e(str(p))}</li>" for p in report.problems)
-                     + "".join(f"<li>{e(p)}: {e(w)}</li>" for p, w in report.skipped) + "</ul>")
+                     + "".join(f"<li>{e(line)}</li>" for line in by_folder(report.skipped)) + "</ul>")
     if report.unused:
-        parts.append("<h2 id=unused>Not used</h2><ul>" + "".join(f"<li>{e(p)}: {e(w)}</li>" for p, w in report.unused)
+        parts.append("<h2 id=unused>Not used</h2><ul>" + "".join(f"<li>{e(line)}</li>" for line in by_folder(report.unused))
                      + "</ul>")
     parts.append("<p class=muted>Inputs: " + "; ".join(e(f"{w} {p}") for p, w, _ in report.files) + "</p>")
     return "".join(parts) + "</body></html>\n"
