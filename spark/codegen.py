@@ -4,11 +4,13 @@
   literals, and Spark writes them into the generated source, so each cycle's code would be new:
   Janino compiles it again and the JIT compiles the new classes again, on the same two cores as
   the evaluation. Plans over kept state are small; compiling them saves less than it costs.
-- Interpreted expressions too (projections, predicates, orderings: `codegen.factoryMode`), for the
-  same reason: with them generated, every steady cycle of the built-in pack compiled 50 new
-  classes (Spark's CodegenMetrics), and at 160k series the JIT's compiler thread was busy for
-  ~96 s of a 124 s profile (JFR, a loaded machine), on one of the two cores. Interpreted, the same Java classes run every cycle and stay compiled: at 16k series the
-  JVM's CPU per steady cycle fell from 5.3-5.6 s to 3.7-4.0 s (bench/scale.py has the wall times).
+- A steady cycle's expressions are interpreted too (projections, predicates, orderings:
+  `codegen.factoryMode`), for the same reason: generated, every steady cycle of the built-in pack
+  compiled 50 new classes (Spark's CodegenMetrics), and at 160k series the JIT's compiler thread
+  was busy for ~96 s of a 124 s profile (JFR, a loaded machine), on one of the two cores.
+  Interpreted, the same Java classes run every cycle and stay compiled: at 16k series the JVM's
+  CPU per steady cycle fell from 5.3-5.6 s to 3.7-4.0 s. A rebuild folds the whole window once:
+  there, compiling pays (16k series: 7.1-7.5 s generated, 10.8-12.2 s interpreted).
 - No broadcast joins: each broadcast is a Spark job of its own, and every kept frame is one
   partition (spark/kinds/common.gathered), so a sort-merge join of two of them needs no shuffle.
 """
@@ -22,16 +24,17 @@ from pyspark.sql import SparkSession
 
 CYCLE_SETTINGS = {
     "spark.sql.codegen.wholeStage": "false",
-    "spark.sql.codegen.factoryMode": "NO_CODEGEN",
     "spark.sql.autoBroadcastJoinThreshold": "-1",
 }
+INTERPRETED = {"spark.sql.codegen.factoryMode": "NO_CODEGEN"}
 
 
 @contextmanager
-def cycle_settings(spark: SparkSession, partitions: int = 1) -> Iterator[None]:
-    """CYCLE_SETTINGS for the duration of the block, and `partitions` shuffle partitions when a fold
-    is spread over more than one; the session's own settings are restored afterwards."""
-    settings = dict(CYCLE_SETTINGS)
+def cycle_settings(spark: SparkSession, partitions: int = 1, interpreted: bool = True) -> Iterator[None]:
+    """CYCLE_SETTINGS (and INTERPRETED for a steady cycle) for the duration of the block, and
+    `partitions` shuffle partitions when a fold is spread over more than one; the session's own
+    settings are restored afterwards."""
+    settings = {**CYCLE_SETTINGS, **(INTERPRETED if interpreted else {})}
     if partitions > 1:
         settings["spark.sql.shuffle.partitions"] = str(partitions)
     before = {name: spark.conf.get(name, None) for name in settings}

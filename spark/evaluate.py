@@ -111,7 +111,7 @@ class Evaluator:
         state, why = self._trusted(_signature(kept, stale_after), horizon, now, commits)
         new = state.unfolded(commits)
         partitions = partitions_for(new)
-        with cycle_settings(self.spark, partitions):
+        with cycle_settings(self.spark, partitions, interpreted=why is None):  # a rebuild compiles its code
             try:
                 # 3. Fold the new cycles' rows into each kept frame, and 4. judge every rule from the
                 # folded frames: one plan, one collect, which computes the folded frames too.

@@ -37,7 +37,7 @@ class QueueEvidence:
     queue_id: int
     broker_offset: int
     committed: int
-    pulled: int | None
+    pulled: int | None  # the broker's pull offset (5.x); 4.x brokers do not report it
     lag: int
     delay_ms: int | None
     owner: str | None = None
@@ -48,6 +48,7 @@ class QueueEvidence:
     limit_count: int | None = None
     limit_span: int | None = None
     limit_size_mib: int | None = None
+    pulled_at_least: int | None = None  # without `pulled`: the client pulled at least this far
     backlog: int = 0  # messages the client has not yet finished: broker offset - its freshest commit
     backlog_first: int = 0
     marks: list[str] = field(default_factory=list)
@@ -145,8 +146,10 @@ def _add_cache(ev: QueueEvidence, pq: dict[str, Any], now: datetime) -> None:
     ev.limit_count, ev.limit_span = pq["pull_threshold_for_queue"], pq["max_span"]
     ev.limit_size_mib = pq["pull_threshold_size_mib"]
     if ev.pulled is None:
-        # 4.x brokers report no pullOffset: the client's newest cached offset + 1 is how far it pulled.
-        ev.pulled = pq["cached_max_offset"] + 1 if count > 0 else pq["commit_offset"]
+        # 4.x brokers report no pullOffset. The client's newest cached offset + 1 is only a floor: the
+        # messages it pulled after that and consumed already left the cache (one stuck message in a
+        # drained queue: cached up to 49, pulled past 449).
+        ev.pulled_at_least = pq["cached_max_offset"] + 1 if count > 0 else pq["commit_offset"]
     if count > 0 and not pq["orderly"] and ev.limit_span is not None and ev.cached_span > ev.limit_span:
         ev.marks.append(SPAN)
     if ev.limit_count is not None and count > ev.limit_count:

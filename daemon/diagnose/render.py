@@ -34,8 +34,14 @@ def _f(value: float | int | None) -> str:
     return "?" if value is None else f"{value:.3g}" if isinstance(value, float) else str(value)
 
 
+def _pulled(e: QueueEvidence) -> str:
+    if e.pulled is None and e.pulled_at_least is not None:
+        return f">={e.pulled_at_least}"  # a floor, not a figure (4.x brokers report no pull offset)
+    return _n(e.pulled)
+
+
 def _row(e: QueueEvidence) -> tuple[str, ...]:
-    return (e.key, str(e.broker_offset), str(e.committed), _n(e.pulled), str(e.lag), _delay(e.delay_ms),
+    return (e.key, str(e.broker_offset), str(e.committed), _pulled(e), str(e.lag), _delay(e.delay_ms),
             _vs(e.cached_count, e.limit_count), _vs(e.cached_span, e.limit_span),
             _vs(e.cached_size_mib, e.limit_size_mib), e.owner or "-", ",".join(e.marks) or "")
 

@@ -46,8 +46,16 @@ def test_stuck_queue_evidence_matches_the_readme(stuck: tuple[int, dict[str, Any
     assert (q3["cached_count"], q3["cached_span"], q3["limit_span"], q3["cached_min_offset"]) == (2, 3626, 2000, 0)
     assert {"SPAN", "FROZEN"} <= set(q3["marks"])
     assert q3["owner"] == STUCK_CLIENT
+    # A 4.9.7 broker reports no pull offset: the cache only tells that the client pulled past 3626.
+    assert (q3["pulled"], q3["pulled_at_least"]) == (None, 3627)
     others = [e for k, e in rows.items() if k != "OrderTopic/broker-a/3"]
     assert len(others) == 7 and all(not e["marks"] and e["lag"] <= 1 for e in others)
+
+
+def test_the_text_gives_the_pull_offset_as_a_floor_where_the_broker_does_not_report_it(spark: object) -> None:
+    code, text = run_diagnose("stuckGroup")
+    row = next(line for line in text.splitlines() if line.strip().startswith("OrderTopic/broker-a/3 "))
+    assert ">=3627" in row.split()
 
 
 def test_stuck_threads_2_and_3_with_their_blocking_frame(stuck: tuple[int, dict[str, Any]]) -> None:
