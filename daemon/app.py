@@ -28,7 +28,7 @@ from daemon.collectors.security import client_options
 from daemon.collectors.sources import collect_sources
 from daemon.cycles import CycleRecord, CycleStats
 from daemon.http.server import start_http
-from daemon.jobs import DISPATCH, EVALUATE, MAINTAIN, collect_job_id, job_intervals
+from daemon.jobs import DISPATCH, EVALUATE, MAINTAIN, collect_job_id, job_intervals, run_slot
 from daemon.lifecycle import shutdown
 from daemon.metrics import DaemonMetrics
 from daemon.notify.outbox import Outbox
@@ -202,13 +202,20 @@ class Daemon:
 
     _JOB_OPTIONS = {"max_instances": 1, "coalesce": True, "misfire_grace_time": None}
 
+    def scheduled_now(self, job_id: str) -> datetime:
+        """The time the running `job_id` was scheduled for (daemon/jobs.py `run_slot`), or utcnow()."""
+        job = self.scheduler.get_job(job_id)
+        interval = getattr(getattr(job, "trigger", None), "interval", None)
+        next_run = job.next_run_time if job is not None else None
+        return run_slot(next_run, interval, utcnow())
+
     def _schedule(self) -> None:
         self.scheduler.add_listener(self._on_skipped, EVENT_JOB_MAX_INSTANCES | EVENT_JOB_MISSED)
         first = utcnow()
         intervals = job_intervals(self.config)
         for cluster in self.config.clusters:
             self._add_collect_job(cluster, first)
-        for job_id, run, start in ((EVALUATE, self.evaluate_once, first), (DISPATCH, self.dispatch_once, None),
+        for job_id, run, start in ((EVALUATE, self._evaluate_on_schedule, first), (DISPATCH, self.dispatch_once, None),
                                    (MAINTAIN, self.maintain_once, first)):
             self.scheduler.add_job(
                 self._tracked, "interval", args=[run], id=job_id, seconds=intervals[job_id].total_seconds(),
@@ -347,11 +354,16 @@ class Daemon:
             extra={"cluster": cluster.name},
         )
 
-    async def evaluate_once(self) -> None:
-        """Evaluate every rule on the store, advance alert states, queue notifications."""
+    async def _evaluate_on_schedule(self) -> None:
+        # Read as the run starts: APScheduler has just moved the job's next run one interval on.
+        await self.evaluate_once(self.scheduled_now(EVALUATE))
+
+    async def evaluate_once(self, at: datetime | None = None) -> None:
+        """Evaluate every rule on the store at `at` (its scheduled slot; now when run by hand), advance
+        alert states, queue notifications."""
         if self._evaluator is None:
             return
-        now = utcnow()
+        now = at or utcnow()
         started = time.monotonic()
         rulebook = self.rulebook
         await asyncio.to_thread(self.selfmon.record, now, self.last_cycle_at)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 from config.models import RocketwatchConfig
 
@@ -24,3 +24,17 @@ def job_intervals(config: RocketwatchConfig) -> dict[str, timedelta]:
     intervals[DISPATCH] = config.notify.interval
     intervals[MAINTAIN] = config.maintenance.interval
     return intervals
+
+
+def run_slot(next_run_time: datetime | None, interval: timedelta | None, now: datetime) -> datetime:
+    """When a running interval job was scheduled for: one interval before its next run (APScheduler
+    moves that on as the run starts), or `now` when the run is off its schedule (run by hand)."""
+    # Prometheus stamps a rule group's evaluation with its slot, so `for: 1m` at a 30 s cadence
+    # holds after exactly two evaluations. Stamped with the moment the busy event loop got to each
+    # run, the second came up a few ms short of 60 s about every other time, and the alert fired
+    # a whole interval later (bench/detection_latency.py: firing 121 s after the first failed
+    # collection, where one interval to the next evaluation, `for` and the evaluation make ~95 s).
+    if next_run_time is None or interval is None:
+        return now
+    slot = next_run_time.astimezone(UTC) - interval
+    return slot if timedelta(0) <= now - slot < interval else now
