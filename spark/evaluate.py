@@ -202,8 +202,9 @@ class Evaluator:
 def _one_task_per_core(spark: SparkSession, plan: DataFrame) -> DataFrame:
     """`plan` computed by as many tasks as Spark has cores, whatever the number of its union's branches."""
     # Each task deserializes the whole stage's binary, every rule's branch included: one task per
-    # branch (24 for the built-in pack) spent 1.1-1.2 s of a 16-series cycle deserializing, two
-    # tasks 0.2 s (task metrics, a loaded machine). The folds below a checkpoint keep their own.
+    # branch: the cycle's 24 tasks spent 1.1-1.2 s of a 16-series cycle deserializing, and 0.2 s once
+    # this stage ran two (6 tasks in all; task metrics, a loaded machine). The folds' own stages,
+    # below the checkpoints, keep their partitions.
     try:
         cores = spark.sparkContext.defaultParallelism
     except Exception:  # a Spark Connect client has no SparkContext; the server plans as it sees fit
