@@ -12,6 +12,7 @@ import pytest
 from config.loader import load_config
 from daemon.app import Daemon
 from daemon.http.server import readiness, start_http
+from tests.helpers.figure_rules import FIGURE_RULES
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -142,40 +143,6 @@ def test_store_bytes_is_the_stores_size_from_the_first_scrape(tmp_path: Path):
         daemon.db.close()
 
 
-FIGURE_RULES = """\
-groups:
-  - name: figures
-    rules:
-      - alert: TargetFailing
-        kind: threshold
-        table: collector_health
-        value: latency_ms
-        where: not ok
-        above: {critical: -1}
-        by: [cluster, target, call]
-        summary: "{call} to {target} fails"
-        diagnosis: "the target does not answer this call"
-        next_steps: "nc -vz {target}"
-      - alert: TargetDegraded
-        kind: threshold
-        table: collector_health
-        value: latency_ms
-        where: not ok and latency_ms > 0
-        above: {warning: 0}
-        by: [cluster, target, call]
-        summary: "{call} to {target} fails"
-        diagnosis: "the target does not answer this call"
-        next_steps: "nc -vz {target}"
-      - alert: SlowPuts
-        kind: threshold
-        table: broker
-        value: put_p99_ms
-        above: {warning: 100}
-        by: [cluster, broker]
-        summary: "{broker} puts slowly"
-        diagnosis: "the disk is slow"
-        next_steps: "iostat -x 1"
-"""
 
 
 def test_status_page_states_figures_as_the_rule_defines_them(tmp_path: Path):

@@ -21,45 +21,12 @@ from daemon.notify.outbox import Outbox
 from rules.findings import Finding, RuleTiming
 from rules.loader import load_rule_files
 from tests.daemon.notify.conftest import at
+from tests.helpers.figure_rules import FIGURE_RULES
 from tests.helpers.slack_server import SlackServer
 from tests.helpers.smtp_server import SmtpServer
 
 TOKEN = "xoxb-test-token"
 
-RULES = """\
-groups:
-  - name: figures
-    rules:
-      - alert: TargetFailing
-        kind: threshold
-        table: collector_health
-        value: latency_ms
-        where: not ok
-        above: {critical: -1}
-        by: [cluster, target, call]
-        summary: "{call} to {target} fails"
-        diagnosis: "the target does not answer this call"
-        next_steps: "nc -vz {target}"
-      - alert: TargetDegraded
-        kind: threshold
-        table: collector_health
-        value: latency_ms
-        where: not ok and latency_ms > 0
-        above: {warning: 0}
-        by: [cluster, target, call]
-        summary: "{call} to {target} fails"
-        diagnosis: "the target does not answer this call"
-        next_steps: "nc -vz {target}"
-      - alert: SlowPuts
-        kind: threshold
-        table: broker
-        value: put_p99_ms
-        above: {warning: 100}
-        by: [cluster, broker]
-        summary: "{broker} puts slowly"
-        diagnosis: "the disk is slow"
-        next_steps: "iostat -x 1"
-"""
 
 FAILING = Finding("TargetFailing", {"cluster": "prod", "target": "127.0.0.1:10911", "call": "QUERY_CONSUME_TIME_SPAN"},
                   "critical", 1.38, -1.0, {"summary": "QUERY_CONSUME_TIME_SPAN to 127.0.0.1:10911 fails"})
@@ -72,7 +39,7 @@ SLOW = Finding("SlowPuts", {"cluster": "prod", "broker": "broker-a"}, "warning",
 @pytest.fixture
 def rules(tmp_path: Path):
     path = tmp_path / "rules.yaml"
-    path.write_text(RULES)
+    path.write_text(FIGURE_RULES)
     by_name = {rule.alert: rule for rule in load_rule_files([path]).rules}
     return by_name.get
 
