@@ -19,9 +19,10 @@ from pydantic import (
 )
 
 from config.matchers import parse_matcher
+from config.name_filter import NameFilter, Selection, compile_pattern
 from config.receivers import ReceiverConfig
 from config.routing import HeartbeatConfig, RouteConfig, TimeIntervalConfig
-from config.zones import iana_zone
+from config.zones import iana_zone, zone_of
 from rules.durations import Size, parse_duration
 from rules.overrides import RuleOverride
 
@@ -80,8 +81,6 @@ class LogSource(_Strict):
     def _zone(cls, value: str | None) -> str | None:
         if value is None:
             return value
-        from daemon.logparse.lines import zone_of
-
         try:
             zone_of(value)  # ValueError with its own sentence for an unknown name
         except OSError:
@@ -100,8 +99,6 @@ class NamePatterns(_Strict):
     @field_validator("include", "exclude")
     @classmethod
     def _compiles(cls, value: list[str]) -> list[str]:
-        from daemon.collectors.name_filter import compile_pattern
-
         for pattern in value:
             compile_pattern(pattern)  # ValueError names the pattern
         return value
@@ -141,8 +138,6 @@ class ClusterConfig(_Strict):
 
     def selection(self) -> Any:
         """The collector's Selection for this cluster's patterns."""
-        from daemon.collectors.name_filter import NameFilter, Selection, compile_pattern
-
         return Selection(
             NameFilter.of(self.groups.include, self.groups.exclude),
             NameFilter.of(self.topics.include, self.topics.exclude),

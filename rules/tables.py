@@ -245,7 +245,7 @@ LOG_EVENT = Table(
         Column("source", STRING, "client, store or broker"),
         Column("event", STRING, "what the line means: flow_control_count|size|span, rebalance_assigned, "
                "consumer_registered|unregistered|channel_removed, dlq_topic_created, dlq_moved, store_tps, "
-               "put_latency, unclean_shutdown (daemon/logparse)"),
+               "put_latency, unclean_shutdown (daemon/collectors/logparse)"),
         Column("group", STRING, "consumer group", nullable=True),
         Column("topic", STRING, "topic", nullable=True),
         Column("broker", STRING, "broker name", nullable=True),

@@ -24,7 +24,7 @@ A test file reads like this (times are offsets from the start of the test):
 Series notation: `a+bxN` is a, a+b, ..., a+N*b (N+1 samples); `axN` repeats a; `_` is a missing
 sample; several terms separated by spaces follow each other; a YAML list gives values one by one.
 Columns not given take a neutral default (0, false, "", null for nullable ones; the sample's own
-time for timestamps). This module parses and checks the file; daemon/rule_tests.py runs it.
+time for timestamps). This module parses and checks the file; daemon/offline/rule_tests.py runs it.
 """
 
 from __future__ import annotations

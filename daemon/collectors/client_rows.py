@@ -131,7 +131,7 @@ def consumer_queue_rows(cluster: str, now: datetime, group: str, stats: ConsumeS
 
 def thread_dump_rows(cluster: str, now: datetime, group: str, client_id: str, jstack: str) -> list[dict[str, Any]]:
     """thread_dump rows from a client's running-info jstack text: state, top frame, stack hash per thread."""
-    from daemon.diagnose.threads import parse_any
+    from daemon.collectors.threads import parse_any
 
     return [
         {

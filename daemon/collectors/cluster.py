@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
+from config.name_filter import Selection, is_system_group
 from daemon.collectors.broker_runtime import broker_row, fill_replication_behind
 from daemon.collectors.client_rows import (
     DLQ_PREFIX,
@@ -29,7 +30,6 @@ from daemon.collectors.client_rows import (
     topic_queue_rows,
 )
 from daemon.collectors.health import with_target_figures
-from daemon.collectors.name_filter import Selection, is_system_group
 from daemon.collectors.remoting.admin import AdminClient
 from daemon.collectors.remoting.bodies import ClusterInfo, ConsumerConnection
 from daemon.collectors.remoting.codes import RequestCode

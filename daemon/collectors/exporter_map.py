@@ -15,10 +15,10 @@ from collections import defaultdict
 from datetime import UTC, datetime
 from typing import Any
 
+from config.name_filter import is_system_group
 from daemon.collectors.cluster import RETRY_PREFIX
 from daemon.collectors.exporter_broker import broker_names, broker_rows
 from daemon.collectors.exporter_parse import Sample, parse_exposition
-from daemon.collectors.name_filter import is_system_group
 
 ALL_QUEUES = -1
 DLQ_PREFIX = "%DLQ%"

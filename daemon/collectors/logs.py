@@ -15,9 +15,9 @@ from typing import Any
 from config.models import LogSource
 from daemon.collectors.cluster import CollectResult
 from daemon.collectors.health import with_target_figures
+from daemon.collectors.logparse import detect_log_kind, make_line_parser
+from daemon.collectors.logparse.base import LineParser
 from daemon.collectors.tail import FileTailer
-from daemon.logparse import detect_log_kind, make_line_parser
-from daemon.logparse.base import LineParser
 
 log = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from daemon.collectors.name_filter import is_system_group
+from config.name_filter import is_system_group
 from daemon.collectors.remoting.codes import RequestCode
 
 RETRY_PREFIX = "%RETRY%"

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from daemon.diagnose.collect import Sample
+from daemon.collectors.group_sample import Sample
 from rules.tables import LAGGING_MESSAGES
 
 BLOCKED_AFTER_S = 60  # the client's own check: cached messages and no consume for 60 s (ref §3.7)

@@ -16,7 +16,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from daemon.diagnose.collect import Sample, Target
+from daemon.collectors.group_sample import Sample, Target
 from daemon.store.writer import ParquetStore
 from rules.findings import Finding
 from rules.kinds.base import RuleBase

@@ -16,9 +16,10 @@ from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 
+from daemon.collectors.group_sample import CollectError, Sample, Target, discover, take_sample
 from daemon.collectors.remoting.admin import AdminClient
 from daemon.collectors.remoting.client import RemotingClient
-from daemon.diagnose.collect import CollectError, Sample, Target, discover, take_sample
+from daemon.collectors.threads import all_stuck
 from daemon.diagnose.rules_eval import (
     SparkStarter,
     builtin_rules,
@@ -27,7 +28,6 @@ from daemon.diagnose.rules_eval import (
     relevant,
     write_samples,
 )
-from daemon.diagnose.threads import all_stuck
 from daemon.diagnose.verdict import Verdict, decide
 
 log = logging.getLogger(__name__)

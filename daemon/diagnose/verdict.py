@@ -13,7 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from daemon.diagnose.collect import POP, Sample, Target
+from daemon.collectors.group_sample import POP, Sample, Target
+from daemon.collectors.threads import StuckThread
 from daemon.diagnose.evidence import (
     BLOCKED,
     CONSUMER_MARKS,
@@ -31,7 +32,6 @@ from daemon.diagnose.evidence import (
     queue_evidence,
     retry_dlq,
 )
-from daemon.diagnose.threads import StuckThread
 from rules.findings import SEVERITY_ORDER, Finding
 from rules.tables import LAGGING_MESSAGES
 from rules.templates import TemplateError, parse_template, render_template, tidy

@@ -45,7 +45,7 @@ def start_in_background() -> bool:
 def _workload(session: object) -> None:
     """The built-in pack evaluated on the inputs of its own rule tests, all in one store."""
     from daemon.diagnose.rules_eval import builtin_rules
-    from daemon.rule_tests import START, write_case_input
+    from daemon.store.case_input import START, write_case_input
     from daemon.store.writer import ParquetStore
     from rules.loader import BUILTIN_DIR
     from rules.testing import load_test_file

@@ -2,36 +2,24 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 import time
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from aiohttp import web
 
 from daemon.http.status_page import add_routes as add_status_routes
+from daemon.http.view import VIEW_KEY, DaemonView, view_of
 from daemon.http.write_guard import WriteRefused, check_write
-from daemon.store.maintenance import store_size
 
-if TYPE_CHECKING:
-    from daemon.app import Daemon
-
-DAEMON_KEY = web.AppKey("daemon", object)
 CONTENT_TYPE_METRICS = "text/plain; version=0.0.4; charset=utf-8"
-
-
-def _daemon(request: web.Request) -> Daemon:
-    return request.app[DAEMON_KEY]  # type: ignore[return-value]
 
 
 async def metrics(request: web.Request) -> web.Response:
     """Prometheus text exposition of the daemon's own registry."""
-    daemon = _daemon(request)
-    daemon.refresh_gauges()
-    # Measured now, off the event loop: maintenance runs hourly and the store grows in between.
-    daemon.metrics.store_bytes.set(await asyncio.to_thread(store_size, daemon.config.store))
-    return web.Response(body=daemon.metrics.exposition(), headers={"Content-Type": CONTENT_TYPE_METRICS})
+    body = await view_of(request).metrics_text()
+    return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_METRICS})
 
 
 async def healthz(request: web.Request) -> web.Response:
@@ -52,8 +40,8 @@ def readiness(last_cycle: datetime | None, evaluate_interval: timedelta, now: da
 
 async def readyz(request: web.Request) -> web.Response:
     """200 while cycles complete on time, 503 with the reason otherwise."""
-    daemon = _daemon(request)
-    ok, reason = readiness(daemon.last_cycle_at, daemon.config.evaluate.interval, datetime.now(UTC))
+    view = view_of(request)
+    ok, reason = readiness(view.last_cycle_at, view.evaluate_interval, datetime.now(UTC))
     return web.json_response({"ready": ok, "reason": reason}, status=200 if ok else 503)
 
 
@@ -77,16 +65,15 @@ def _alert_json(alert: Any) -> dict[str, Any]:
 
 async def api_alerts(request: web.Request) -> web.Response:
     """The tracker's active alerts (pending and firing) as JSON."""
-    daemon = _daemon(request)
-    alerts = daemon.tracker.active_alerts() if daemon.db is not None else []
+    alerts = view_of(request).active_alerts()
     return web.json_response({"alerts": [_alert_json(a) for a in alerts]})
 
 
 async def api_silences(request: web.Request) -> web.Response:
     """Silences in force or pending (add `?all=1` for expired ones too)."""
-    daemon = _daemon(request)
+    store = view_of(request).silences
     now = datetime.now(UTC)
-    silences = daemon.silences.all() if daemon.db is not None else []
+    silences = store.all() if store is not None else []
     show_all = request.query.get("all") in ("1", "true")
     return web.json_response(
         {"silences": [s.to_json(now) for s in silences if show_all or s.state(now) != "expired"]}
@@ -95,13 +82,14 @@ async def api_silences(request: web.Request) -> web.Response:
 
 async def reload(request: web.Request) -> web.Response:
     """Same as SIGHUP: swap the whole config only if all of it is valid; answer with what changed or the errors."""
-    http = _daemon(request).config.http
+    view = view_of(request)
+    http = view.http
     try:
         # A reload is a write: same loopback-or-token rule and cross-site refusal as the silence API.
         check_write(request, http.token, http.listen.rpartition(":")[0], None)
     except WriteRefused as refused:
         return web.json_response({"reloaded": False, "message": refused.reason}, status=refused.status)
-    outcome = _daemon(request).reload()
+    outcome = view.reload()
     body: dict[str, Any] = {"reloaded": outcome.ok, "message": outcome.message}
     if outcome.changes is not None:
         body["changes"] = outcome.changes  # the same changes as the message, for scripts
@@ -115,10 +103,10 @@ async def block_loop(request: web.Request) -> web.Response:
     return web.json_response({"blocked_s": seconds})
 
 
-def build_app(daemon: Daemon) -> web.Application:
-    """The daemon's web application."""
+def build_app(view: DaemonView) -> web.Application:
+    """The daemon's web application, reading the daemon through `view`."""
     app = web.Application()
-    app[DAEMON_KEY] = daemon
+    app[VIEW_KEY] = view
     app.router.add_get("/metrics", metrics)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
@@ -131,10 +119,10 @@ def build_app(daemon: Daemon) -> web.Application:
     return app
 
 
-async def start_http(daemon: Daemon, listen: str) -> web.AppRunner:
+async def start_http(view: DaemonView, listen: str) -> web.AppRunner:
     """Serve the app on `listen` (host:port); the caller cleans the runner up on shutdown."""
     host, _, port = listen.rpartition(":")
-    runner = web.AppRunner(build_app(daemon), access_log=None, shutdown_timeout=1.0)
+    runner = web.AppRunner(build_app(view), access_log=None, shutdown_timeout=1.0)
     await runner.setup()
     await web.TCPSite(runner, host or "127.0.0.1", int(port)).start()
     return runner

@@ -6,54 +6,45 @@ import json
 import logging
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from aiohttp import web
 
 from daemon.alerts.silences import Silence
 from daemon.http.status_render import PageState, render_error, render_page
+from daemon.http.view import DaemonView, view_of
 from daemon.http.write_guard import WriteRefused, check_write
 from rules.durations import parse_duration
-
-if TYPE_CHECKING:
-    from daemon.app import Daemon
 
 log = logging.getLogger("rocketwatch.http")
 
 MAX_SILENCE = timedelta(days=365)
 
 
-def _daemon(request: web.Request) -> Daemon:
-    from daemon.http.server import DAEMON_KEY
-
-    return request.app[DAEMON_KEY]  # type: ignore[return-value]
-
-
-def page_state(daemon: Daemon, now: datetime, prefill: Sequence[str] = ()) -> PageState:
+def page_state(view: DaemonView, now: datetime, prefill: Sequence[str] = ()) -> PageState:
     """Read what the page shows from the daemon, once."""
-    opened = daemon.db is not None
-    alerts = daemon.tracker.active_alerts() if opened else []
+    alerts = view.active_alerts()
+    silences = view.silences
     return PageState(
         now=now,
         alerts=alerts,
-        muted=daemon.dispatcher.muted(alerts, now) if opened else set(),
-        group_by=daemon.config.notify.group_by,
-        silences=daemon.silences.all() if opened else [],
-        cycles=list(daemon.cycles),
-        health=dict(daemon.collector_health),
-        last_cycle_at=daemon.last_cycle_at,
-        token_required=daemon.config.http.token is not None,
+        muted=view.muted(alerts, now),
+        group_by=view.group_by,
+        silences=silences.all() if silences is not None else [],
+        cycles=view.cycles,
+        health=view.collector_health,
+        last_cycle_at=view.last_cycle_at,
+        token_required=view.http.token is not None,
         prefill=prefill,
-        series=daemon.value_history.all_series([a.fingerprint for a in alerts]) if opened else {},
-        group_notes={a.group_key: daemon.group_actions.notes(a.group_key) for a in daemon.group_actions.all()}
-        if opened else {},
-        rules={rule.alert: rule for rule in daemon.rulebook.rules},
+        series=view.value_series([a.fingerprint for a in alerts]),
+        group_notes=view.group_notes(),
+        rules=view.rules_by_alert(),
     )
 
 
 async def status_page(request: web.Request) -> web.Response:
     """GET /: alerts, silences, cycles and collector health in one server-rendered page."""
-    state = page_state(_daemon(request), datetime.now(UTC), request.query.getall("m", []))
+    state = page_state(view_of(request), datetime.now(UTC), request.query.getall("m", []))
     return web.Response(text=render_page(state), content_type="text/html", headers=_NO_FRAMES)
 
 
@@ -62,7 +53,7 @@ _NO_FRAMES = {"X-Frame-Options": "DENY", "Content-Security-Policy": "frame-ances
 
 
 def _guard(request: web.Request, form_token: str | None) -> None:
-    http = _daemon(request).config.http
+    http = view_of(request).http
     check_write(request, http.token, http.listen.rpartition(":")[0], form_token)
 
 
@@ -80,9 +71,10 @@ def _parse_duration(text: Any) -> timedelta:
     return duration
 
 
-def _create(daemon: Daemon, matchers: Any, duration: Any, author: Any, comment: Any, via: str) -> Silence:
+def _create(view: DaemonView, matchers: Any, duration: Any, author: Any, comment: Any, via: str) -> Silence:
     """Validate and store one silence; ValueError says what is wrong and nothing is stored."""
-    if daemon.db is None:
+    store = view.silences
+    if store is None:
         raise ValueError("the daemon's state is not open yet")
     if not isinstance(matchers, list) or not all(isinstance(m, str) for m in matchers):
         raise ValueError('matchers must be a list of strings such as ["group=\\"orders\\""]')
@@ -90,17 +82,18 @@ def _create(daemon: Daemon, matchers: Any, duration: Any, author: Any, comment: 
         raise ValueError("author and comment must be strings")
     length = _parse_duration(duration)
     now = datetime.now(UTC)
-    silence = daemon.silences.add([m.strip() for m in matchers if m.strip()], now, now + length,
-                                  author.strip(), comment.strip(), now)
+    silence = store.add([m.strip() for m in matchers if m.strip()], now, now + length,
+                        author.strip(), comment.strip(), now)
     log.info("silence %s created via %s by %s for %s: %s (%s)", silence.id, via, silence.created_by,
              duration, ", ".join(str(m) for m in silence.matchers), silence.comment)
     return silence
 
 
-def _expire(daemon: Daemon, silence_id: str, via: str) -> Silence:
-    if daemon.db is None:
+def _expire(view: DaemonView, silence_id: str, via: str) -> Silence:
+    store = view.silences
+    if store is None:
         raise KeyError("the daemon's state is not open yet")
-    silence = daemon.silences.expire(silence_id, datetime.now(UTC))
+    silence = store.expire(silence_id, datetime.now(UTC))
     log.info("silence %s expired via %s", silence_id, via)
     return silence
 
@@ -115,7 +108,7 @@ async def form_create(request: web.Request) -> web.Response:
     try:
         _guard(request, str(form.get("token", "")))
         matchers = str(form.get("matchers", "")).splitlines()
-        _create(_daemon(request), matchers, str(form.get("duration", "")), str(form.get("author", "")),
+        _create(view_of(request), matchers, str(form.get("duration", "")), str(form.get("author", "")),
                 str(form.get("comment", "")), "status page")
     except WriteRefused as refused:
         log.warning("silence form refused from %s: %s", request.remote, refused.reason)
@@ -130,7 +123,7 @@ async def form_expire(request: web.Request) -> web.Response:
     form = await request.post()
     try:
         _guard(request, str(form.get("token", "")))
-        _expire(_daemon(request), request.match_info["silence_id"], "status page")
+        _expire(view_of(request), request.match_info["silence_id"], "status page")
     except WriteRefused as refused:
         log.warning("silence expiry refused from %s: %s", request.remote, refused.reason)
         return _html_error(refused.status, refused.reason)
@@ -160,7 +153,7 @@ async def api_create(request: web.Request) -> web.Response:
     if not isinstance(body, dict):
         return _json_error(400, "request body must be a JSON object")
     try:
-        silence = _create(_daemon(request), body.get("matchers"), body.get("duration"),
+        silence = _create(view_of(request), body.get("matchers"), body.get("duration"),
                           body.get("created_by", body.get("author")), body.get("comment"), "API")
     except ValueError as exc:
         return _json_error(400, str(exc))
@@ -171,7 +164,7 @@ async def api_expire(request: web.Request) -> web.Response:
     """DELETE /api/silences/<id> -> 200 with the expired silence, 404 if unknown."""
     try:
         _guard(request, None)
-        silence = _expire(_daemon(request), request.match_info["silence_id"], "API")
+        silence = _expire(view_of(request), request.match_info["silence_id"], "API")
     except WriteRefused as refused:
         log.warning("silence API write refused from %s: %s", request.remote, refused.reason)
         return _json_error(refused.status, refused.reason)

@@ -12,7 +12,8 @@ from urllib.parse import urlencode
 from daemon.alerts.figures import Figures, figures
 from daemon.alerts.model import AlertInstance
 from daemon.alerts.silences import Silence
-from daemon.charts.sparkline import Point, svg_sparkline
+from daemon.common.charts.sparkline import Point, svg_sparkline
+from daemon.http.view import CycleView
 from daemon.notify.dispatcher import group_key, group_labels
 
 SEVERITY_COLOURS = {"critical": "#c62828", "warning": "#ef6c00", "info": "#1565c0"}
@@ -42,7 +43,7 @@ class PageState:
     muted: set[str]
     group_by: Sequence[str]
     silences: Sequence[Silence]
-    cycles: Sequence[Any]  # daemon.app.CycleRecord
+    cycles: Sequence[CycleView]
     health: Mapping[str, list[dict[str, Any]]]
     last_cycle_at: datetime | None
     token_required: bool

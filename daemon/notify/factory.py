@@ -8,7 +8,7 @@ from typing import TextIO
 
 from config.receivers import ConsoleReceiver, EmailReceiver, ReceiverConfig, SlackReceiver, WebhookReceiver
 from daemon.alerts.figures import RuleLookup
-from daemon.charts.sparkline import Point
+from daemon.common.charts.sparkline import Point
 from daemon.notify.console import ConsoleNotifier
 from daemon.notify.email import EmailNotifier
 from daemon.notify.model import Notifier

@@ -13,8 +13,8 @@ from slack_sdk.http_retry.builtin_async_handlers import (
 from slack_sdk.web.async_client import AsyncWebClient
 
 from daemon.alerts.figures import RuleLookup
-from daemon.charts.png import png_chart
-from daemon.charts.sparkline import Point
+from daemon.common.charts.png import png_chart
+from daemon.common.charts.sparkline import Point
 from daemon.notify import render
 from daemon.notify.errors import DeliveryError
 from daemon.notify.model import AlertSnapshot, Notification, ThreadRef

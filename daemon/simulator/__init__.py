@@ -10,7 +10,8 @@ or, from synchronous code, `with SimulatorThread("healthy") as sim: ...`.
 from daemon.simulator.broker import MessageQueue
 from daemon.simulator.consumer import ConsumerSettings
 from daemon.simulator.model import ClusterModel, Producer
-from daemon.simulator.scenario import Scenario, build_scenario, list_scenarios
+from daemon.simulator.registry import build_scenario, list_scenarios
+from daemon.simulator.scenario import Scenario
 from daemon.simulator.server import Simulator, SimulatorThread, start_simulator
 
 __all__ = [

@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import daemon.simulator.bodies as bodies
 from daemon.collectors.remoting.frame import RemotingCommand
-from daemon.simulator import bodies
 from daemon.simulator.broker import Broker
 from daemon.simulator.fastjson_writer import to_bytes
 from daemon.simulator.model import ClusterModel

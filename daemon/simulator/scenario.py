@@ -64,14 +64,14 @@ class Scenario:
         self.model.tick(now)
 
 
-def _cluster(time_scale: float, start: float, start_epoch_ms: int | None, cluster: str) -> ClusterModel:
+def cluster_model(time_scale: float, start: float, start_epoch_ms: int | None, cluster: str) -> ClusterModel:
     kwargs: dict[str, object] = {"start": start, "persist_interval_s": PERSIST_INTERVAL_S * time_scale}
     if start_epoch_ms is not None:
         kwargs["start_epoch_ms"] = start_epoch_ms
     return ClusterModel(cluster=cluster, **kwargs)  # type: ignore[arg-type]
 
 
-def _order_traffic(model: ClusterModel, topic: str, rate: float) -> None:
+def order_traffic(model: ClusterModel, topic: str, rate: float) -> None:
     model.add_topic(topic, queues_per_broker=4)
     queues = [(mq.broker, mq.queue_id) for mq in model.queues_of(topic)]
     model.add_producer(Producer(topic, queues, rate, start=model.start))
@@ -87,8 +87,8 @@ def healthy(
     group_b: str = "orderConsumerB",
 ) -> Scenario:
     """From the start: a busy cluster, nothing wrong; two groups keep up with steady traffic on OrderTopic."""
-    model = _cluster(time_scale, start, start_epoch_ms, cluster)
-    _order_traffic(model, "OrderTopic", rate_per_queue)
+    model = cluster_model(time_scale, start, start_epoch_ms, cluster)
+    order_traffic(model, "OrderTopic", rate_per_queue)
     settings = ConsumerSettings(
         consume_thread_min=4, consume_thread_max=4, consume_from_where="CONSUME_FROM_FIRST_OFFSET"
     )
@@ -117,8 +117,8 @@ def stuck_consumer(
     release_at: float | None = None,
 ) -> Scenario:
     """At 60 s: group A hangs on two messages of broker-a/OrderTopic/3 (span > 2000) and stops pulling it."""
-    model = _cluster(time_scale, start, start_epoch_ms, cluster)
-    _order_traffic(model, "OrderTopic", rate_per_queue)
+    model = cluster_model(time_scale, start, start_epoch_ms, cluster)
+    order_traffic(model, "OrderTopic", rate_per_queue)
     settings = ConsumerSettings(
         consume_thread_min=4, consume_thread_max=4, consume_from_where="CONSUME_FROM_FIRST_OFFSET"
     )
@@ -165,29 +165,3 @@ def stuck_consumer(
     if release_at is not None:
         sc.at(release_at, "release")
     return sc
-
-
-SCENARIOS: dict[str, Callable[..., Scenario]] = {"healthy": healthy, "stuck-consumer": stuck_consumer}
-
-
-def list_scenarios() -> dict[str, str]:
-    """Scenario name → one-line description."""
-    return {name: (fn.__doc__ or "").strip().splitlines()[0] for name, fn in SCENARIOS.items()}
-
-
-def build_scenario(name: str, time_scale: float = 1.0, **kwargs: object) -> Scenario:
-    """Build a named scenario; extra keyword arguments go to its factory."""
-    try:
-        factory = SCENARIOS[name]
-    except KeyError:
-        raise KeyError(f"unknown scenario {name!r}; known: {', '.join(SCENARIOS)}") from None
-    return factory(time_scale=time_scale, **kwargs)
-
-# Registered after SCENARIOS exists: the symptom module builds on this one's helpers.
-from daemon.simulator.scenarios_symptoms import SYMPTOM_SCENARIOS  # noqa: E402
-
-SCENARIOS.update(SYMPTOM_SCENARIOS)
-
-from daemon.simulator.scenario_scale import scale  # noqa: E402
-
-SCENARIOS["scale"] = scale

@@ -16,7 +16,7 @@ from daemon.simulator.broker import BrokerFault, MessageQueue
 from daemon.simulator.consumer import ConsumerSettings
 from daemon.simulator.model import ClusterModel
 from daemon.simulator.retry import FailurePlan
-from daemon.simulator.scenario import Scenario, _cluster, _order_traffic, stuck_consumer
+from daemon.simulator.scenario import Scenario, cluster_model, order_traffic, stuck_consumer
 
 TOPIC = "OrderTopic"
 GROUP_A, GROUP_B = "orderConsumerA", "orderConsumerB"
@@ -33,7 +33,7 @@ def _settings(threads: int = 4, rate: float = 500.0) -> ConsumerSettings:
 def _model(time_scale: float, start: float, start_epoch_ms: int | None, cluster: str, warmup: float) -> ClusterModel:
     epoch = int(time.time() * 1000) if start_epoch_ms is None else start_epoch_ms
     # Start the clock `warmup` earlier so the played-out history ends at the requested epoch.
-    return _cluster(time_scale, start, epoch - int(warmup * 1000), cluster)
+    return cluster_model(time_scale, start, epoch - int(warmup * 1000), cluster)
 
 
 def _finish(sc: Scenario, warmup: float) -> Scenario:
@@ -46,7 +46,7 @@ def _two_groups(
     rate: float = 5.0, settings_a: ConsumerSettings | None = None, settings_b: ConsumerSettings | None = None,
 ) -> ClusterModel:
     model = _model(time_scale, start, start_epoch_ms, cluster, warmup)
-    _order_traffic(model, TOPIC, rate)
+    order_traffic(model, TOPIC, rate)
     model.add_group(GROUP_A, [TOPIC], settings_a or _settings())
     model.add_group(GROUP_B, [TOPIC], settings_b or _settings())
     return model

@@ -26,7 +26,8 @@ from daemon.simulator.bodies import SERVER_VERSION, VERSION_DESCS
 from daemon.simulator.broker import Broker
 from daemon.simulator.dispatch import Reply, broker_reply, namesrv_reply
 from daemon.simulator.model import ClusterModel
-from daemon.simulator.scenario import Scenario, build_scenario
+from daemon.simulator.registry import build_scenario
+from daemon.simulator.scenario import Scenario
 
 T = TypeVar("T")
 TICK_S = 0.1

@@ -21,7 +21,7 @@ from pathlib import Path
 import pyspark
 import pytest
 
-from daemon.rule_tests import START, write_case_input
+from daemon.store.case_input import START, write_case_input
 from daemon.store.writer import ParquetStore
 from rules.testing import load_test_file
 from tests.helpers.daemon_proc import REPO, free_port

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from daemon.rule_tests import run_test_file
+from daemon.offline.rule_tests import run_test_file
 from rules.loader import BUILTIN_DIR, load_rule_files
 from rules.testing import load_test_file
 

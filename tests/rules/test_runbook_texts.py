@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from daemon.rule_tests import START, write_case_input
+from daemon.store.case_input import START, write_case_input
 from daemon.store.writer import ParquetStore
 from rules.findings import Finding
 from rules.loader import load_rule_files

@@ -7,8 +7,8 @@ from datetime import UTC, datetime
 
 import pytest
 
+from config.name_filter import is_system_topic
 from daemon.collectors.cluster import CollectResult, collect_cluster
-from daemon.collectors.name_filter import is_system_topic
 from daemon.collectors.remoting import bodies
 from daemon.collectors.remoting.admin import AdminClient
 from daemon.collectors.remoting.client import RemotingClient

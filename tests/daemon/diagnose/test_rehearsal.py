@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 import spark.reference
-from daemon.diagnose.collect import Sample
+from daemon.collectors.group_sample import Sample
 from daemon.diagnose.rules_eval import builtin_rules, judgeable, rehearse
 
 TS = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)

@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from daemon.collectors.group_sample import Sample, Target
 from daemon.collectors.remoting.bodies import Connection, ConsumerConnection
-from daemon.diagnose.collect import Sample, Target
 from daemon.diagnose.verdict import decide
 from rules.findings import Finding
 

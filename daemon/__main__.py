@@ -1,0 +1,7 @@
+"""`python -m daemon`: the rocketwatch command."""
+
+import sys
+
+from daemon.cli.command import main
+
+sys.exit(main())

@@ -1,0 +1,1 @@
+"""Small helpers several daemon packages use (charts)."""

@@ -1,0 +1,1 @@
+"""After the fact: analyze (logs, store dirs, thread dumps), replay, rule unit tests, a broker store directory read offline."""

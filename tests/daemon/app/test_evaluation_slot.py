@@ -1,0 +1,42 @@
+"""An evaluation is stamped with its scheduled slot, so `for:` holds after a whole number of evaluations."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from daemon.app.jobs import EVALUATE, run_slot
+from tests.daemon.app.test_reload import make_daemon, running
+
+T = datetime(2026, 11, 26, 3, 0, tzinfo=UTC)
+EVERY = timedelta(seconds=30)
+
+
+def test_runs_started_late_by_different_amounts_are_stamped_one_interval_apart() -> None:
+    # A busy event loop reaches one run 0.9 s after its slot and the next one 0.1 s after: by the
+    # clock they are 29.2 s apart, and `for: 1m` would hold only at a third evaluation.
+    first = run_slot(T + EVERY, EVERY, T + timedelta(seconds=0.9))
+    second = run_slot(T + 2 * EVERY, EVERY, T + EVERY + timedelta(seconds=0.1))
+    third = run_slot(T + 3 * EVERY, EVERY, T + 2 * EVERY + timedelta(seconds=0.5))
+    assert (first, second, third) == (T, T + EVERY, T + 2 * EVERY)
+    assert third - first >= timedelta(minutes=1)
+
+
+def test_a_run_off_its_schedule_is_stamped_with_the_clock() -> None:
+    by_hand = T + timedelta(seconds=7)
+    assert run_slot(T + 3 * EVERY, EVERY, by_hand) == by_hand  # its slot is still to come
+    assert run_slot(None, EVERY, by_hand) == by_hand  # a paused or removed job
+
+
+def test_the_daemon_stamps_its_evaluation_with_the_evaluate_jobs_slot(tmp_path: Path) -> None:
+    daemon = make_daemon(tmp_path)
+
+    async def scenario() -> None:
+        async with running(daemon):
+            job = daemon.scheduler.get_job(EVALUATE)
+            slot = datetime.now(UTC).replace(microsecond=0) - timedelta(seconds=1)
+            job.modify(next_run_time=slot + job.trigger.interval)  # the run began, a second late
+            assert daemon.scheduled_now(EVALUATE) == slot
+
+    asyncio.run(scenario())
