@@ -3,12 +3,15 @@
     check_rule_files(["rules/"])        # [] or [RuleError, ...] — never raises for bad rules
     load_rule_files(["builtin", "site-rules/"])   # RuleSet, or RuleLoadError listing every error
 
-Each problem prints as `file:line:col: group "g", rule "r": field: message`.
+Each problem prints as `file:line:col: group "g", rule "r": field: message`. Once every file is
+loaded, the `explains:` links of the whole set are checked (rules/link_checks.py): a link may name
+any loaded rule or any rule of the built-in pack, so one pack file loads on its own.
 """
 
 from __future__ import annotations
 
 import difflib
+import functools
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -21,6 +24,8 @@ from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
 from rules.kinds import KINDS, RuleBase
+from rules.link_checks import link_problems
+from rules.links import LinkSpec
 from rules.models import RuleSet, RuleSource
 
 BUILTIN_DIR = Path(__file__).resolve().parent / "builtin"
@@ -121,7 +126,9 @@ class _FileChecker:
     def __init__(self, file: str) -> None:
         self.file = file
         self.errors: list[RuleError] = []
-        self.rules: list[tuple[RuleBase, RuleSource, tuple[int, int]]] = []
+        # Each valid rule with where it was declared, where its name is, and its node (to position link errors).
+        self.rules: list[tuple[RuleBase, RuleSource, tuple[int, int], CommentedMap]] = []
+        self.declared: set[str] = set()  # every `alert:` name, valid rule or not
 
     def error(self, pos: tuple[int, int], message: str, *, group: str | None = None,
               rule: str | None = None, field: str | None = None) -> None:
@@ -173,6 +180,8 @@ class _FileChecker:
             return
         alert = raw.get("alert")
         name = alert if isinstance(alert, str) else f"#{index + 1}"
+        if isinstance(alert, str):
+            self.declared.add(alert)  # a link to a rule with its own errors is not also "unknown"
         kind = raw.get("kind")
         model = KINDS.get(kind) if isinstance(kind, str) else None
         if model is None:
@@ -188,14 +197,16 @@ class _FileChecker:
             return
         for loc, message in rule.check():
             self.error(_position(raw, loc), message, group=group, rule=name, field=_dotted(loc))
-        self.rules.append((rule, RuleSource(self.file, pos[0], group or ""), _position(raw, ["alert"])))
+        self.rules.append((rule, RuleSource(self.file, pos[0], group or ""), _position(raw, ["alert"]), raw))
 
     def report_pydantic(self, raw: CommentedMap, err: Any, model: type[RuleBase], group: str | None,
                         name: str) -> None:
         loc = tuple(err["loc"])
         message = str(err["msg"]).removeprefix("Value error, ")
         if err["type"] == "extra_forbidden":
-            known = sorted((f.alias or n) for n, f in model.model_fields.items())
+            # A misspelt key inside an `explains:` entry is one of the link's fields, not the rule's.
+            fields = LinkSpec.model_fields if len(loc) == 3 and loc[0] == "explains" else model.model_fields
+            known = sorted((f.alias or n) for n, f in fields.items())
             close = difflib.get_close_matches(str(loc[-1]), known, n=1)
             hint = f"did you mean {close[0]!r}?" if close else "known fields: " + ", ".join(known)
             message = f"unknown field {loc[-1]!r}; {hint}"
@@ -228,10 +239,23 @@ def _parse_file(path: Path) -> tuple[Any, RuleError | None]:
         return None, RuleError(str(path), 1, 1, None, None, None, f"YAML error: {exc}")
 
 
+@functools.cache
+def builtin_rule_names() -> frozenset[str]:
+    """Names of the built-in pack's rules: a link may name one even when its file is not loaded."""
+    names: set[str] = set()
+    for path in sorted(BUILTIN_DIR.glob("*.yaml")):
+        doc = YAML(typ="safe").load(path.read_text(encoding="utf-8")) or {}
+        names.update(str(rule["alert"]) for group in doc.get("groups") or () for rule in group.get("rules") or ()
+                     if isinstance(rule, dict) and "alert" in rule)
+    return frozenset(names)
+
+
 def _load(paths: Iterable[str | os.PathLike[str]]) -> tuple[RuleSet, list[RuleError]]:
     files, errors = expand_paths(paths)
     rules: list[RuleBase] = []
     sources: dict[str, RuleSource] = {}
+    nodes: dict[str, CommentedMap] = {}
+    declared: set[str] = set()
     for path in files:
         doc, syntax_error = _parse_file(path)
         if syntax_error is not None:
@@ -240,15 +264,30 @@ def _load(paths: Iterable[str | os.PathLike[str]]) -> tuple[RuleSet, list[RuleEr
         checker = _FileChecker(str(path))
         checker.check_document(doc)
         errors.extend(checker.errors)
-        for rule, source, name_pos in checker.rules:
+        declared |= checker.declared
+        for rule, source, name_pos, node in checker.rules:
             first = sources.get(rule.alert)
             if first is not None:
                 errors.append(RuleError(str(path), name_pos[0], name_pos[1], source.group, rule.alert, "alert",
                                         f"duplicate rule name; first defined at {first.file}:{first.line}"))
                 continue
             sources[rule.alert] = source
+            nodes[rule.alert] = node
             rules.append(rule)
+    errors.extend(_link_errors(rules, sources, nodes, declared))
     return RuleSet(tuple(rules), sources), errors
+
+
+def _link_errors(rules: Sequence[RuleBase], sources: dict[str, RuleSource], nodes: dict[str, CommentedMap],
+                 declared: set[str]) -> list[RuleError]:
+    """The `explains:` problems of the whole set, each at the line of the link (or of its `on` label)."""
+    errors = []
+    for problem in link_problems(rules, declared | builtin_rule_names()):
+        loc = ("explains", problem.index, *problem.field)
+        line, col = _position(nodes[problem.rule], loc)
+        source = sources[problem.rule]
+        errors.append(RuleError(source.file, line, col, source.group, problem.rule, _dotted(loc), problem.message))
+    return errors
 
 
 def check_rule_files(paths: Iterable[str | os.PathLike[str]]) -> list[RuleError]:

@@ -6,7 +6,15 @@
         labels: {team: payments}       # merged into the rule's labels
         above: {critical: 5000}        # replaces only the levels given
         exclude: {group: "test-.*"}    # regex, full match; added to the rule's own excludes
+        explains:                      # causal links added (rules/links.py); one to a rule it
+          - alert: SiteQueueAlert      # already explains replaces that link
+            on: [cluster, group]
+            why: "..."
+        explains_drop: [ConsumeDelayHigh]   # causal links removed
       SomeNoisyRule: {disabled: true}
+
+The links of the resulting set are checked again (names, labels, cycles): a link an override adds
+is reported under that override's entry.
 """
 
 from __future__ import annotations
@@ -20,6 +28,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from rules.durations import Duration
 from rules.kinds.base import RuleBase
 from rules.kinds.threshold import Levels
+from rules.link_checks import link_problems
+from rules.links import LinkSpec
+from rules.loader import builtin_rule_names
 from rules.models import RuleSet
 
 
@@ -35,6 +46,9 @@ class RuleOverride(BaseModel):
     above: Levels | None = None
     below: Levels | None = None
     exclude: dict[str, str] = Field(default_factory=dict)
+    explains: tuple[LinkSpec, ...] = Field((), description="causal links added; one to a rule the rule already "
+                                           "explains replaces that link")
+    explains_drop: tuple[str, ...] = Field((), description="names of rules whose causal link is removed")
 
 
 @dataclass(frozen=True)
@@ -71,6 +85,9 @@ def _override_one(rule: RuleBase, override: RuleOverride) -> tuple[RuleBase, lis
         update["labels"] = {**rule.labels, **override.labels}
     if override.exclude:
         update["exclude"] = {**rule.exclude, **override.exclude}
+    if override.explains or override.explains_drop:
+        update["explains"], problems = _relink(rule, override)
+        errors.extend(problems)
     for side in ("above", "below"):
         change: Levels | None = getattr(override, side)
         if change is None:
@@ -83,6 +100,43 @@ def _override_one(rule: RuleBase, override: RuleOverride) -> tuple[RuleBase, lis
     # The new levels, labels and excludes must make sense for the rule's table, like in a rule file.
     errors.extend(OverrideError(rule.alert, loc, msg) for loc, msg in changed.check())
     return changed, errors
+
+
+def _relink(rule: RuleBase, override: RuleOverride) -> tuple[tuple[LinkSpec, ...], list[OverrideError]]:
+    """The rule's links without the dropped and replaced ones, then the added ones (so they come last)."""
+    errors = []
+    targets = [spec.alert for spec in rule.explains]
+    for i, name in enumerate(override.explains_drop):
+        if name not in targets:
+            close = difflib.get_close_matches(name, targets, n=1)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            errors.append(OverrideError(rule.alert, ("explains_drop", i), f"{rule.alert} has no link to {name!r}; "
+                                        f"{hint}its links: {', '.join(targets) or '(none)'}"))
+    gone = set(override.explains_drop) | {spec.alert for spec in override.explains}
+    kept = tuple(spec for spec in rule.explains if spec.alert not in gone)
+    return kept + override.explains, errors
+
+
+def _link_errors(ruleset: RuleSet, overrides: dict[str, RuleOverride], names: set[str]) -> list[OverrideError]:
+    """Link problems of the overridden set that an override's added links cause, under that override's entry."""
+    known = names | builtin_rule_names()
+    added = {rule.alert: len(rule.explains) - len(overrides[rule.alert].explains)
+             for rule in ruleset.rules if rule.alert in overrides}
+
+    def where(link: tuple[str, int]) -> tuple[str, int] | None:
+        # The override's own index of a link it added; None for a link from the rule file, whose
+        # problems the loader has already reported at the file's line.
+        first = added.get(link[0])
+        return (link[0], link[1] - first) if first is not None and link[1] >= first else None
+
+    errors = []
+    for problem in link_problems(ruleset.rules, known):
+        refs = problem.cycle or ((problem.rule, problem.index),)
+        found = next((ref for ref in map(where, refs) if ref is not None), None)
+        if found is not None:
+            field = ("explains", found[1], *problem.field)
+            errors.append(OverrideError(found[0], field, problem.message))
+    return errors
 
 
 def apply_overrides(ruleset: RuleSet, overrides: dict[str, RuleOverride]) -> tuple[RuleSet, list[str]]:
@@ -116,4 +170,7 @@ def apply_overrides_checked(
         rules.append(changed)
     kept = {r.alert for r in rules}
     sources = {name: src for name, src in ruleset.sources.items() if name in kept}
-    return RuleSet(tuple(rules), sources), errors
+    result = RuleSet(tuple(rules), sources)
+    # Names known before any rule was disabled: a link to a disabled rule stays valid and never matches.
+    errors.extend(_link_errors(result, {n: o for n, o in overrides.items() if n in kept}, set(names)))
+    return result, errors

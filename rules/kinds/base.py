@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from rules.durations import Duration
 from rules.expressions import Expression, validate
 from rules.findings import RuleTiming
+from rules.links import LinkSpec
 from rules.tables import TABLES, VIEWS, Table
 from rules.templates import template_names, template_problems
 
@@ -47,6 +48,9 @@ class RuleBase(BaseModel):
     diagnosis: str = Field(description="why it probably is: the mechanism, in the operator's words; "
                            "{if condition}...{else}...{end} states only what the row says")
     next_steps: str = Field(description="what to do now, concretely; same placeholders and blocks")
+    explains: tuple[LinkSpec, ...] = Field(
+        (), description="rules whose alerts this rule's alerts explain (rules/links.py): each link names the "
+        "consequence (`alert`), the labels both share (`on`) and the RocketMQ behaviour behind it (`why`)")
 
     @field_validator("alert")
     @classmethod
