@@ -235,25 +235,20 @@ class InhibitRuleConfig(_Strict):
         return value
 
 
-# A broker-side cause explains the consumer-side symptoms on the same broker: page the cause only.
-DEFAULT_INHIBIT_RULES = [
-    {
-        "source_matchers": ['category="broker"', 'severity="critical"'],
-        "target_matchers": ['category="consumer"'],
-        "equal": ["cluster", "broker"],
-    }
-]
-
-
 class NotifyConfig(_Strict):
     """Where alerts go and how they are grouped into messages."""
 
-    group_by: list[str] = Field(default_factory=lambda: ["alertname", "cluster", "group"])
+    group_by: list[str] = Field(
+        default_factory=lambda: ["incident"],
+        description="labels whose values make one notification group; `incident` (the default) is the reserved "
+                    "label holding the alert's incident: a cause and everything it explains, as one page",
+    )
     interval: Duration = Field(default=timedelta(seconds=10), description="outbox delivery and retry cadence")
     receivers: list[ReceiverConfig] = Field(default_factory=list)
     inhibit_rules: list[InhibitRuleConfig] = Field(
-        default_factory=lambda: [InhibitRuleConfig.model_validate(r) for r in DEFAULT_INHIBIT_RULES],
-        description="default: a critical broker-side alert mutes consumer-side alerts on the same broker",
+        default_factory=list,
+        description="Alertmanager's inhibit rules. None by default: the rules' causal links put a broker-side "
+                    "cause and the consumer-side alerts it explains in one incident instead of muting them",
     )
 
     route: RouteConfig | None = Field(

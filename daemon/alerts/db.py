@@ -111,6 +111,28 @@ MIGRATIONS: list[str] = [
     -- fires is announced, also after a restart.
     CREATE TABLE muted_alerts (fingerprint TEXT PRIMARY KEY);
     """,
+    """
+    -- Incidents (daemon/alerts/incidents.py): the alerts that share a cause, under an id fixed when
+    -- the first of them fired. Kept a day after the last alert resolved.
+    CREATE TABLE incidents (
+        id          TEXT PRIMARY KEY,
+        opened_at   TEXT NOT NULL,
+        locus       TEXT NOT NULL,              -- JSON object: where it opened (cluster + group or broker)
+        root        TEXT NOT NULL,              -- fingerprint of the alert that explains the others
+        resolved_at TEXT
+    );
+    CREATE TABLE incident_members (
+        incident    TEXT NOT NULL,
+        fingerprint TEXT NOT NULL,
+        rule        TEXT NOT NULL,
+        labels      TEXT NOT NULL,              -- JSON object
+        joined_at   TEXT NOT NULL,
+        resolved_at TEXT,
+        cause       TEXT,                       -- fingerprint of the member that explains this one
+        why         TEXT,                       -- the causal link's sentence
+        PRIMARY KEY (incident, fingerprint)
+    );
+    """,
 ]
 
 

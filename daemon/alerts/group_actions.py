@@ -9,8 +9,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from config.matchers import Matcher, alert_labels, matches_all, parse_matcher
+from config.matchers import Matcher, matches_all, parse_matcher
 from daemon.alerts.db import StateDB, from_db_time, to_db_time
+from daemon.alerts.incidents import IncidentBook, matcher_labels
 from daemon.alerts.model import AlertInstance
 from daemon.alerts.silences import SilenceStore
 
@@ -34,10 +35,9 @@ class GroupAction:
     matchers: tuple[str, ...]
     silence_id: str | None = None
 
-    def covers(self, alert: AlertInstance) -> bool:
-        """True when `alert` belongs to this action's group."""
-        labels = alert_labels(alert.rule, alert.labels, alert.severity)
-        return matches_all((parse_matcher(m) for m in self.matchers), labels)
+    def covers(self, alert: AlertInstance, incidents: IncidentBook | None = None) -> bool:
+        """True when `alert` belongs to this action's group (an incident's, when grouped by incident)."""
+        return matches_all((parse_matcher(m) for m in self.matchers), matcher_labels(alert, incidents))
 
     def note(self) -> str:
         """One line for the Slack message and the status page."""
@@ -91,10 +91,11 @@ class GroupActionStore:
         return [a.note() for a in self.for_group(group_key)]
 
     def close_resolved(
-        self, active: Sequence[AlertInstance], silences: SilenceStore, now: datetime
+        self, active: Sequence[AlertInstance], silences: SilenceStore, now: datetime,
+        incidents: IncidentBook | None = None,
     ) -> list[GroupAction]:
         """End the actions of groups with no active alert left; expire their until-resolved silences."""
-        closed = [a for a in self.all() if not any(a.covers(alert) for alert in active)]
+        closed = [a for a in self.all() if not any(a.covers(alert, incidents) for alert in active)]
         for action in closed:
             if action.kind == SILENCE_UNTIL_RESOLVED and action.silence_id:
                 # KeyError: already expired by hand (CLI, page), nothing left to end.

@@ -18,6 +18,7 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from config.models import ClusterConfig, RocketwatchConfig
 from daemon.alerts.db import StateDB
 from daemon.alerts.group_actions import GroupActionStore
+from daemon.alerts.incidents import IncidentBook
 from daemon.alerts.silences import SilenceStore
 from daemon.alerts.tracker import AlertTracker
 from daemon.alerts.value_history import ValueHistory
@@ -176,13 +177,14 @@ class Daemon:
         self.silences = SilenceStore(self.db)
         self.group_actions = GroupActionStore(self.db)
         self.value_history = ValueHistory(self.db)
+        self.incidents = IncidentBook(self.db, lambda: self.rulebook.links)
         self.selfmon = SelfMonitor(self.store, self.db, self.config.store, self.config.evaluate.interval)
         self._build_routing()
 
     def _build_routing(self) -> None:
         self.notifiers, self.dispatcher = build_routing(
             self.config.notify, self.outbox, self.silences, self.group_actions, self.value_history,
-            rules=self.rule_named,
+            rules=self.rule_named, incidents=self.incidents,
         )
 
     def rule_named(self, alert: str) -> object | None:
@@ -249,7 +251,8 @@ class Daemon:
         try:
             candidate = prepare(
                 self.config_path, self.config, self.rulebook, self.notifiers,
-                NotifyState(self.outbox, self.silences, self.group_actions, self.value_history, self.rule_named),
+                NotifyState(self.outbox, self.silences, self.group_actions, self.value_history, self.rule_named,
+                            self.incidents),
             )
         except ReloadRejected as exc:
             log.error("reload rejected, keeping the running config and rules:\n%s", exc)
@@ -400,7 +403,7 @@ class Daemon:
             timings = {**timings, HEARTBEAT: RuleTiming(HEARTBEAT)}
         events = self.tracker.update(timings, findings, now)
         # Acknowledgements and until-resolved silences end with their group.
-        self.group_actions.close_resolved(self.tracker.active_alerts(), self.silences, now)
+        self.group_actions.close_resolved(self.tracker.active_alerts(), self.silences, now, self.incidents)
         self.value_history.record(self.tracker.active_alerts(), now)
         self.dispatcher.dispatch(events, self.tracker.active_alerts(), now)
         for reason, count in self.dispatcher.decisions.items():

@@ -18,6 +18,7 @@ from config.loader import ConfigLoadError, load_config
 from config.models import RocketwatchConfig
 from daemon.alerts.figures import RuleLookup
 from daemon.alerts.group_actions import GroupActionStore
+from daemon.alerts.incidents import IncidentBook
 from daemon.alerts.silences import SilenceStore
 from daemon.alerts.value_history import ValueHistory
 from daemon.app.config_diff import ConfigChanges, applied_config, diff_configs
@@ -45,6 +46,7 @@ class NotifyState:
     group_actions: GroupActionStore
     value_history: ValueHistory
     rules: RuleLookup | None = None  # the running rulebook's lookup, followed by kept and new notifiers alike
+    incidents: IncidentBook | None = None  # open incidents outlive a reload; their links follow the rulebook
 
 
 @dataclass(frozen=True)
@@ -87,7 +89,7 @@ def prepare(
         reuse = unchanged_notifiers(running.notify.receivers, notifiers, config.notify.receivers)
         new_notifiers, dispatcher = build_routing(
             config.notify, state.outbox, state.silences, state.group_actions, state.value_history, reuse=reuse,
-            rules=state.rules)
+            rules=state.rules, incidents=state.incidents)
         listeners = (build_slack_listeners(config.notify.receivers, new_notifiers, state.silences, state.group_actions)
                      if changes.receivers else None)
     except ReceiverError as exc:

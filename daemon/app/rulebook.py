@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from rules.links import CausalLinks
+
 from config.loader import ConfigLoadError, positioned_override_errors
 from config.models import RocketwatchConfig
 from rules.findings import RuleTiming
@@ -18,6 +20,7 @@ class Rulebook:
 
     rules: list
     timings: dict[str, RuleTiming]
+    links: CausalLinks  # which rule explains which: incidents are built from them
 
 
 def load_rulebook(config: RocketwatchConfig, path: Path | None = None) -> Rulebook:
@@ -31,4 +34,4 @@ def load_rulebook(config: RocketwatchConfig, path: Path | None = None) -> Rulebo
         raise RuleLoadError([f"rule_overrides.{e.rule}{''.join(f'.{f}' for f in e.field)}: {e.message}"
                              for e in errors])
     rules = list(ruleset.rules)
-    return Rulebook(rules=rules, timings={r.alert: r.timing for r in rules})
+    return Rulebook(rules=rules, timings={r.alert: r.timing for r in rules}, links=CausalLinks.from_rules(rules))

@@ -8,10 +8,11 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 
 from config.matchers import alert_labels
+from daemon.alerts.incidents import INCIDENT_LABEL, IncidentBook, locus_of, matcher_labels
 from daemon.alerts.inhibit import Inhibitor, inhibited
 from daemon.alerts.model import AlertEvent, AlertInstance, EventKind
 from daemon.alerts.silences import SilenceStore
-from daemon.notify.model import AlertSnapshot, Change, Notification
+from daemon.notify.model import AlertSnapshot, Change, IncidentSnapshot, Notification
 from daemon.notify.notification_log import GroupState, NotificationLog, Pending, decide
 from daemon.notify.outbox import Outbox
 from daemon.notify.routing import Route, Router
@@ -19,9 +20,19 @@ from daemon.notify.routing import Route, Router
 log = logging.getLogger(__name__)
 
 
-def group_labels(alert: AlertInstance, group_by: Sequence[str]) -> dict[str, str]:
-    """The alert's values of the group_by labels; `alertname` is the rule name."""
-    return {name: alert.rule if name == "alertname" else alert.labels.get(name, "") for name in group_by}
+def group_labels(alert: AlertInstance, group_by: Sequence[str], incidents: IncidentBook | None = None) -> dict[str, str]:
+    """The alert's values of the group_by labels; `alertname` is the rule name, `incident` its incident's id."""
+    return {name: _group_value(alert, name, incidents) for name in group_by}
+
+
+def _group_value(alert: AlertInstance, name: str, incidents: IncidentBook | None) -> str:
+    if name == "alertname":
+        return alert.rule
+    if name == INCIDENT_LABEL:
+        incident = incidents.incident_of(alert.fingerprint) if incidents is not None else None
+        # Not in an incident (no incident book, or an alert with no cluster): grouped where it happens.
+        return incident.id if incident is not None else "/".join(locus_of(alert.labels).values()) or alert.rule
+    return alert.labels.get(name, "")
 
 
 def group_key(labels: dict[str, str]) -> str:
@@ -41,8 +52,10 @@ class Dispatcher:
         inhibitors: Sequence[Inhibitor] = (),
         router: Router | None = None,
         acknowledged: Callable[[str], bool] | None = None,
+        incidents: IncidentBook | None = None,
     ) -> None:
         self.outbox = outbox
+        self.incidents = incidents
         self.silences = silences
         self.inhibitors = list(inhibitors)
         self.router = router or Router.default(list(receivers), list(group_by))
@@ -63,7 +76,7 @@ class Dispatcher:
         muted = inhibited(active, self.inhibitors)
         silences = self.silences.active(now) if self.silences is not None else []
         for alert in active:
-            labels = alert_labels(alert.rule, alert.labels, alert.severity)
+            labels = matcher_labels(alert, self.incidents)
             if any(s.mutes(labels, now) for s in silences):
                 muted.add(alert.fingerprint)
         return muted
@@ -85,6 +98,8 @@ class Dispatcher:
         self, events: list[AlertEvent], active: list[AlertInstance], now: datetime
     ) -> list[tuple[str, Notification]]:
         """Record the cycle's changes per route and group, then queue every group that is due."""
+        if self.incidents is not None:
+            self.incidents.update(events, active, now)
         muted = self.muted(active, now)
         events = self._unmuted(events, active, muted)
         if muted != self._muted:
@@ -93,7 +108,7 @@ class Dispatcher:
         for event in events:
             resolved = AlertSnapshot.of(event.alert) if event.kind is EventKind.RESOLVED else None
             for route in self._routes(event.alert):
-                labels = group_labels(event.alert, route.group_by)
+                labels = group_labels(event.alert, route.group_by, self.incidents)
                 self.log.add_change(route, group_key(labels), labels, Pending(Change.of(event), resolved), now)
         firing: dict[tuple[str, str, str], list[AlertInstance]] = defaultdict(list)
         labels_of: dict[tuple[str, str, str], tuple[Route, dict[str, str]]] = {}
@@ -101,7 +116,7 @@ class Dispatcher:
             if alert.state != "firing" or alert.fingerprint in muted:
                 continue
             for route in self._routes(alert):
-                labels = group_labels(alert, route.group_by)
+                labels = group_labels(alert, route.group_by, self.incidents)
                 key = (route.id, route.receiver, group_key(labels))
                 firing[key].append(alert)
                 labels_of[key] = (route, labels)
@@ -118,6 +133,11 @@ class Dispatcher:
         order = {r.id: i for i, r in enumerate(self.router.routes())}
         groups.sort(key=lambda g: (order.get(g.route, len(order)), g.group_key))
         return [q for group in groups if (q := self._decide(group, firing, now)) is not None]
+
+    def _incident(self, group: GroupState) -> IncidentSnapshot | None:
+        incident_id = group.group_labels.get(INCIDENT_LABEL)
+        incident = self.incidents.get(incident_id) if self.incidents is not None and incident_id else None
+        return IncidentSnapshot.of(incident) if incident is not None else None
 
     def _routes(self, alert: AlertInstance) -> list[Route]:
         return self.router.match(alert_labels(alert.rule, alert.labels, alert.severity))
@@ -148,7 +168,7 @@ class Dispatcher:
             alerts=[AlertSnapshot.of(a) for a in alerts] + list(resolved.values()),
             changes=[p.change for p in group.pending],
             is_update=self.outbox.group_open(route.receiver, group.group_key), created_at=now,
-            reason=decision.reason,
+            reason=decision.reason, incident=self._incident(group),
         )
         self.outbox.enqueue(route.receiver, notification, now)
         self.log.sent(group, decision.reason, now)

@@ -7,6 +7,7 @@ from typing import Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
+from daemon.alerts.incidents import Incident
 from daemon.alerts.model import AlertEvent, AlertInstance
 from rules.findings import SEVERITY_ORDER
 
@@ -62,6 +63,48 @@ class Change(_Frozen):
         )
 
 
+class IncidentMember(_Frozen):
+    """One alert of an incident: which alert explains it, and the link's sentence."""
+
+    fingerprint: str
+    rule: str
+    cause: str | None = None
+    why: str = ""
+    joined_at: datetime
+    resolved_at: datetime | None = None
+
+
+class IncidentSnapshot(_Frozen):
+    """The incident a notification is about, as it was when the notification was built."""
+
+    id: str
+    opened_at: datetime
+    resolved_at: datetime | None = None
+    root: str  # fingerprint of the alert that explains the others (the earliest, until a cause is known)
+    members: list[IncidentMember]  # root first, then as they joined
+    ended_by: str | None = None  # fingerprint of the last alert to resolve, once resolved
+
+    @classmethod
+    def of(cls, incident: Incident) -> IncidentSnapshot:
+        """Snapshot an incident of the incident book."""
+        last = incident.last_resolved()
+        return cls(
+            id=incident.id, opened_at=incident.opened_at, resolved_at=incident.resolved_at, root=incident.root,
+            members=[IncidentMember(fingerprint=m.fingerprint, rule=m.rule, cause=m.cause, why=m.why,
+                                    joined_at=m.joined_at, resolved_at=m.resolved_at) for m in incident.ordered()],
+            ended_by=last.fingerprint if last is not None else None,
+        )
+
+    def member(self, fingerprint: str) -> IncidentMember | None:
+        """The member with that fingerprint."""
+        return next((m for m in self.members if m.fingerprint == fingerprint), None)
+
+    @property
+    def cause_known(self) -> bool:
+        """True when some alert of the incident is explained by its root."""
+        return any(m.cause == self.root for m in self.members)
+
+
 class Notification(_Frozen):
     """One alert group, for one receiver: its current alerts and what changed."""
 
@@ -74,6 +117,7 @@ class Notification(_Frozen):
     created_at: datetime
     idempotency_key: str = ""
     reason: str = ""  # why it is sent: first, new_alerts_in_group, resolved, severity_changed, repeat_interval_elapsed
+    incident: IncidentSnapshot | None = None  # when grouped by incident
 
     @property
     def firing(self) -> list[AlertSnapshot]:

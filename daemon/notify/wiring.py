@@ -10,6 +10,7 @@ from config.models import NotifyConfig
 from config.receivers import ReceiverConfig, SlackReceiver
 from daemon.alerts.figures import RuleLookup
 from daemon.alerts.group_actions import GroupActionStore
+from daemon.alerts.incidents import IncidentBook
 from daemon.alerts.inhibit import Inhibitor
 from daemon.alerts.silences import SilenceStore
 from daemon.alerts.value_history import ValueHistory
@@ -33,6 +34,7 @@ class ReceiverError(ValueError):
 def build_routing(
     notify: NotifyConfig, outbox: Outbox, silences: SilenceStore, group_actions: GroupActionStore,
     value_history: ValueHistory, reuse: Mapping[str, Notifier] | None = None, rules: RuleLookup | None = None,
+    incidents: IncidentBook | None = None,
 ) -> tuple[dict[str, Notifier], Dispatcher]:
     """Notifiers by receiver name, and the dispatcher that routes alerts to them.
 
@@ -53,6 +55,7 @@ def build_routing(
         router=Router.from_config(notify),
         # An acknowledged group still updates and resolves; it just stops the repeat reminders.
         acknowledged=lambda key: group_actions.acknowledged(key) is not None,
+        incidents=incidents,
     )
     return notifiers, dispatcher
 

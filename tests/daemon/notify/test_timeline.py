@@ -13,7 +13,6 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from config.models import DEFAULT_INHIBIT_RULES
 from config.receivers import EmailReceiver, SlackReceiver
 from daemon.alerts.inhibit import Inhibitor
 from daemon.alerts.silences import SilenceStore
@@ -57,8 +56,10 @@ class Timeline:
         self.silences = SilenceStore(db)
         self.tracker = AlertTracker(db)
         self.outbox = Outbox(db)
-        inhibitors = [Inhibitor.parse(r["source_matchers"], r["target_matchers"], r["equal"])
-                      for r in DEFAULT_INHIBIT_RULES]
+        # An operator's inhibit rule, as Alertmanager reads it: a critical broker-side alert mutes the
+        # consumer-side ones on that broker.
+        inhibitors = [Inhibitor.parse(['category="broker"', 'severity="critical"'], ['category="consumer"'],
+                                      ["cluster", "broker"])]
         self.dispatcher = Dispatcher(self.outbox, ["slack", "mail"], ["alertname", "cluster", "group"],
                                      self.silences, inhibitors)
         receivers = [
