@@ -5,11 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from rules.links import CausalLinks
-
 from config.loader import ConfigLoadError, positioned_override_errors
 from config.models import RocketwatchConfig
 from rules.findings import RuleTiming
+from rules.links import CausalLinks
 from rules.loader import RuleLoadError, load_rule_files
 from rules.overrides import apply_overrides_checked
 
