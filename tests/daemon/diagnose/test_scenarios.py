@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from daemon.diagnose.run import Options, diagnose
 from daemon.simulator import SimulatorThread
+from tests.helpers.waiting import offsets_committed
 
 GROUP_A = "orderConsumerA"
 ALL_QUEUES = 8
@@ -15,7 +14,7 @@ ALL_QUEUES = 8
 
 def _diagnose(scenario: str) -> tuple[object, str]:
     with SimulatorThread(scenario, time_scale=0.1) as sim:
-        time.sleep(0.5)
+        offsets_committed(sim, [GROUP_A])
         client = sim.inspect(lambda m: sorted(c.client_id for c in m.groups[GROUP_A].clients))
         verdict = diagnose(Options(sim.namesrv_addr, GROUP_A, samples=3, every=0.5, jstack=True))
     return verdict, (client[0] if client else "")

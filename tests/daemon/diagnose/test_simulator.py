@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from daemon.diagnose.run import CollectError, Options, diagnose
 from daemon.simulator import SimulatorThread
+from tests.helpers.waiting import offsets_committed, wait_until
 
 GROUP_A, GROUP_B = "orderConsumerA", "orderConsumerB"
 
@@ -19,7 +18,7 @@ def _options(sim: SimulatorThread, group: str, **kw: object) -> Options:
 
 def test_healthy_says_healthy_and_exits_0(spark: object) -> None:
     with SimulatorThread("healthy", time_scale=0.1) as sim:
-        time.sleep(1.5)
+        offsets_committed(sim)
         verdict = diagnose(_options(sim, GROUP_A))
     assert verdict.status == "healthy" and verdict.exit_code == 0, verdict.headline
     assert verdict.side == "none" and not verdict.clients and not verdict.threads
@@ -29,10 +28,8 @@ def test_healthy_says_healthy_and_exits_0(spark: object) -> None:
 
 def test_stuck_consumer_names_the_client_the_queue_and_the_threads(spark: object) -> None:
     with SimulatorThread("stuck-consumer", time_scale=0.1, block_at=10.0) as sim:
-        deadline = time.monotonic() + 30
-        while sim.inspect(lambda m: len(m.groups[GROUP_A].clients[0].blocked_threads())) < 2:
-            assert time.monotonic() < deadline, "the scenario never reached its second block"
-            time.sleep(0.1)
+        wait_until(lambda: sim.inspect(lambda m: len(m.groups[GROUP_A].clients[0].blocked_threads())) >= 2,
+                   "the scenario's second block")
         client = sim.inspect(lambda m: m.groups[GROUP_A].clients[0].client_id)
         verdict = diagnose(_options(sim, GROUP_A, jstack=True))
         peer = diagnose(_options(sim, GROUP_B))
@@ -50,10 +47,10 @@ def test_stuck_consumer_names_the_client_the_queue_and_the_threads(spark: object
 
 def test_offline_group_with_offsets_gets_an_offline_verdict(spark: object) -> None:
     with SimulatorThread("healthy", time_scale=0.1) as sim:
-        time.sleep(1.0)
+        offsets_committed(sim, [GROUP_B])
         for cid in sim.inspect(lambda m: [c.client_id for c in m.groups[GROUP_B].clients]):
             sim.inspect(lambda m, cid=cid: m.remove_client(GROUP_B, cid))
-        time.sleep(1.0)  # messages keep arriving with nobody consuming
+        wait_until(lambda: sim.inspect(_backlog_of_b) > 0, "messages waiting for the offline group")
         verdict = diagnose(_options(sim, GROUP_B))
     assert verdict.status == "offline" and verdict.exit_code == 1, verdict.headline
     assert "no client is connected" in verdict.headline
@@ -75,3 +72,13 @@ def test_every_broker_down_is_could_not_collect_naming_the_broker() -> None:
         with pytest.raises(CollectError) as err:
             diagnose(_options(sim, GROUP_A, samples=1, timeout=1.0))
     assert "no broker answered" in str(err.value) and "subscription groups (201)" in str(err.value)
+
+
+def _backlog_of_b(model: object) -> int:
+    # Messages written after group B's committed offsets: they wait on the brokers with nobody consuming.
+    return sum(
+        model.brokers[mq.broker].queue(topic, mq.queue_id).max_offset  # type: ignore[attr-defined]
+        - model.brokers[mq.broker].committed(GROUP_B, topic, mq.queue_id)  # type: ignore[attr-defined]
+        for topic in model.groups[GROUP_B].subscribed  # type: ignore[attr-defined]
+        for mq in model.queues_of(topic)  # type: ignore[attr-defined]
+    )
