@@ -40,48 +40,30 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol, TypeVar
+from typing import Protocol, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from rules.link_spec import LinkSpec
 
-if TYPE_CHECKING:
-    from rules.kinds.base import RuleBase
-    from rules.models import RuleSet
+__all__ = ["AlertLike", "CausalLinks", "Link", "LinkSpec", "RuleLike", "alert_labels"]
 
 
-class LinkSpec(BaseModel):
-    """One `explains:` entry of a rule: its alerts explain alerts of `alert` that share the `on` labels."""
+class RuleLike(Protocol):
+    """What links read of a rule (rules.kinds.base.RuleBase; not imported: the kinds import the link spec)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    @property
+    def alert(self) -> str: ...
 
-    alert: str = Field(description="the consequence: the rule whose alerts this rule's alerts explain")
-    # minItems/minLength for editors; the validators below give the loader's own sentences.
-    on: tuple[str, ...] = Field(description="labels that must be present and equal on cause and consequence, "
-                                "e.g. [cluster, group]; only labels both rules' alerts carry",
-                                json_schema_extra={"minItems": 1, "uniqueItems": True})
-    why: str = Field(description="one sentence: the RocketMQ behaviour that makes the cause produce the consequence",
-                     json_schema_extra={"minLength": 1})
+    @property
+    def explains(self) -> tuple[LinkSpec, ...]: ...
 
-    @field_validator("on")
-    @classmethod
-    def _labels(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        if not value:
-            # An empty `on` would tie every alert of one rule to every alert of the other, cluster-wide.
-            raise ValueError("`on` needs at least one label, e.g. [cluster, group]")
-        repeated = sorted({label for label in value if value.count(label) > 1})
-        if repeated:
-            raise ValueError(f"label named twice in `on`: {', '.join(repeated)}")
-        return value
+    @property
+    def group_by(self) -> Sequence[str]: ...
 
-    @field_validator("why")
-    @classmethod
-    def _sentence(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("`why` is one sentence saying how the cause produces the consequence")
-        return value
+    @property
+    def labels(self) -> Mapping[str, str]: ...
 
 
-def alert_labels(rule: RuleBase) -> frozenset[str]:
+def alert_labels(rule: RuleLike) -> frozenset[str]:
     """Label names every alert of `rule` carries: its `by` columns (or the table key) and its static labels."""
     return frozenset(rule.group_by) | frozenset(rule.labels)
 
@@ -129,11 +111,9 @@ class CausalLinks:
         self._depth: dict[str, int] = {}
 
     @classmethod
-    def from_rules(cls, rules: RuleSet | Iterable[RuleBase]) -> CausalLinks:
-        """The links declared by `rules` whose consequence is among them (others can never match)."""
-        from rules.models import RuleSet as _RuleSet  # here: rules.models imports the kinds, which import us
-
-        rule_list = list(rules.rules if isinstance(rules, _RuleSet) else rules)
+    def from_rules(cls, rules: Iterable[RuleLike] | object) -> CausalLinks:
+        """The links declared by `rules` (rules, or a RuleSet holding them) whose consequence is among them."""
+        rule_list: list[RuleLike] = list(getattr(rules, "rules", rules))  # type: ignore[arg-type]
         present = {rule.alert for rule in rule_list}
         return cls(Link(rule.alert, spec.alert, spec.on, spec.why.strip())
                    for rule in rule_list for spec in rule.explains if spec.alert in present)

@@ -25,7 +25,7 @@ from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
 from rules.kinds import KINDS, RuleBase
 from rules.link_checks import link_problems
-from rules.links import LinkSpec
+from rules.link_spec import LinkSpec
 from rules.models import RuleSet, RuleSource
 
 BUILTIN_DIR = Path(__file__).resolve().parent / "builtin"

@@ -29,7 +29,7 @@ from rules.durations import Duration
 from rules.kinds.base import RuleBase
 from rules.kinds.threshold import Levels
 from rules.link_checks import link_problems
-from rules.links import LinkSpec
+from rules.link_spec import LinkSpec
 from rules.loader import builtin_rule_names
 from rules.models import RuleSet
 

@@ -29,7 +29,6 @@ from daemon.app.lifecycle import StopWork, shutdown
 from daemon.app.metrics import DaemonMetrics
 from daemon.app.reloader import Candidate, NotifyState, ReloadOutcome, ReloadRejected, prepare
 from daemon.app.rulebook import Rulebook, load_rulebook
-from daemon.app.sdnotify import sd_notify
 from daemon.app.selfmon import SelfMonitor, self_rules
 from daemon.app.statedir import StateDirLock
 from daemon.app.watchdog import Watchdog, watchdog_interval
@@ -38,6 +37,7 @@ from daemon.collectors.remoting.admin import AdminClient
 from daemon.collectors.remoting.client import RemotingClient
 from daemon.collectors.security import client_options
 from daemon.collectors.sources import collect_sources
+from daemon.common.sdnotify import sd_notify
 from daemon.http.server import start_http
 from daemon.notify.outbox import Outbox
 from daemon.notify.routing import HEARTBEAT

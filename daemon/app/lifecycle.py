@@ -9,7 +9,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from daemon.app.sdnotify import sd_notify
+from daemon.common.sdnotify import sd_notify
 
 log = logging.getLogger("rocketwatch")
 

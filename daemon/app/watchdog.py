@@ -12,7 +12,7 @@ import os
 import time
 from collections.abc import Callable, Mapping
 
-from daemon.app.sdnotify import sd_notify
+from daemon.common.sdnotify import sd_notify
 
 log = logging.getLogger(__name__)
 

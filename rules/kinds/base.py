@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from rules.durations import Duration
 from rules.expressions import Expression, validate
 from rules.findings import RuleTiming
-from rules.links import LinkSpec
+from rules.link_spec import LinkSpec
 from rules.tables import TABLES, VIEWS, Table
 from rules.templates import template_names, template_problems
 

@@ -6,7 +6,7 @@ import socket
 
 import pytest
 
-from daemon.app.sdnotify import sd_notify
+from daemon.common.sdnotify import sd_notify
 from daemon.app.watchdog import Watchdog, watchdog_interval
 
 
