@@ -13,6 +13,7 @@ from daemon.alerts.silences import SilenceStore
 from daemon.app.cycles import CycleRecord
 from daemon.app.reloader import ReloadOutcome
 from daemon.common.charts.sparkline import Point
+from daemon.http.view import IncidentView
 from daemon.store.maintenance import store_size
 
 
@@ -65,6 +66,10 @@ class HttpView:
         """The tracker's pending and firing alerts; [] until the state is open."""
         return self._daemon.tracker.active_alerts() if self._open() else []
 
+    def incidents(self) -> list[IncidentView]:
+        """Copies of the incident book's incidents (open, and resolved within a day), newest first."""
+        return [IncidentView.of(i) for i in self._daemon.incidents.all()] if self._open() else []
+
     def muted(self, alerts: Sequence[AlertInstance], now: datetime) -> set[str]:
         """What the dispatcher mutes of those alerts now."""
         return self._daemon.dispatcher.muted(list(alerts), now) if self._open() else set()
@@ -87,6 +92,9 @@ class HttpView:
     async def metrics_text(self) -> bytes:
         """Refresh the scrape-time gauges and the store size, then expose the registry."""
         self._daemon.refresh_gauges()
+        if self._open():
+            clusters = [c.name for c in self._daemon.config.clusters]
+            self._daemon.metrics.observe_incidents(self._daemon.incidents.all(), clusters)
         # Measured now, off the event loop: maintenance runs hourly and the store grows in between.
         size = await asyncio.to_thread(store_size, self._daemon.config.store)
         self._daemon.metrics.store_bytes.set(size)

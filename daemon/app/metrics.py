@@ -37,6 +37,10 @@ class DaemonMetrics:
             "rocketwatch_findings", "Findings of the last evaluation", ["rule", "severity"], registry=r
         )
         self.alerts = Gauge("rocketwatch_alerts", "Active alert instances", ["state"], registry=r)
+        self.incidents = Gauge(
+            "rocketwatch_incidents", "Incidents (a cause and the alerts it explains) by cluster: open, or "
+            "resolved within the last day", ["state", "cluster"], registry=r,
+        )
         self.notifications = Counter(
             "rocketwatch_notifications", "Notification deliveries", ["result"], registry=r
         )
@@ -87,6 +91,16 @@ class DaemonMetrics:
             counts[a.state] = counts.get(a.state, 0) + 1
         for state, n in counts.items():
             self.alerts.labels(state).set(n)
+
+    def observe_incidents(self, incidents: Iterable[Any], clusters: Iterable[str] = ()) -> None:
+        """Set the incidents gauge from the incident book: open and resolved ones per cluster (0 for a quiet one)."""
+        self.incidents.clear()
+        counts = {(state, cluster): 0 for cluster in clusters for state in ("open", "resolved")}
+        for incident in incidents:
+            key = ("open" if incident.resolved_at is None else "resolved", incident.locus.get("cluster", ""))
+            counts[key] = counts.get(key, 0) + 1
+        for (state, cluster), n in counts.items():
+            self.incidents.labels(state, cluster).set(n)
 
     def exposition(self) -> bytes:
         """The text exposition format of every metric."""

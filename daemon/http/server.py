@@ -9,6 +9,8 @@ from typing import Any
 
 from aiohttp import web
 
+from daemon.common.sdnotify import sd_notify
+from daemon.http.incidents import alert_json, incident_json, placed, shown
 from daemon.http.status_page import add_routes as add_status_routes
 from daemon.http.view import VIEW_KEY, DaemonView, view_of
 from daemon.http.write_guard import WriteRefused, check_write
@@ -45,28 +47,21 @@ async def readyz(request: web.Request) -> web.Response:
     return web.json_response({"ready": ok, "reason": reason}, status=200 if ok else 503)
 
 
-def _alert_json(alert: Any) -> dict[str, Any]:
-    def when(t: datetime | None) -> str | None:
-        return t.isoformat() if t else None
-
-    return {
-        "rule": alert.rule,
-        "labels": alert.labels,
-        "state": alert.state,
-        "severity": alert.severity,
-        "value": alert.value,
-        "threshold": alert.threshold,
-        "no_data": alert.no_data,
-        "active_at": when(alert.active_at),
-        "fired_at": when(alert.fired_at),
-        "annotations": alert.annotations,
-    }
-
-
 async def api_alerts(request: web.Request) -> web.Response:
-    """The tracker's active alerts (pending and firing) as JSON."""
-    alerts = view_of(request).active_alerts()
-    return web.json_response({"alerts": [_alert_json(a) for a in alerts]})
+    """The tracker's active alerts (pending and firing), and the incidents they form with their alerts nested.
+
+    `alerts` keeps its shape (each entry gains `fingerprint` and `incident`, the id of the open incident it
+    is in, or null); `incidents` lists the open incidents and those resolved within the last hour."""
+    view = view_of(request)
+    alerts = view.active_alerts()
+    incidents = shown(view.incidents(), datetime.now(UTC))
+    in_incident = placed(incidents)
+    active = {a.fingerprint: a for a in alerts}
+    return web.json_response({
+        "alerts": [alert_json(a) | {"incident": in_incident[a.fingerprint].id if a.fingerprint in in_incident else None}
+                   for a in alerts],
+        "incidents": [incident_json(i, active) for i in incidents],
+    })
 
 
 async def api_silences(request: web.Request) -> web.Response:
@@ -99,7 +94,10 @@ async def reload(request: web.Request) -> web.Response:
 async def block_loop(request: web.Request) -> web.Response:
     """Test hook (only with ROCKETWATCH_TEST_HOOKS=1): block the event loop, as a runaway call would."""
     seconds = min(float(request.query.get("seconds", "1")), 60.0)
+    # Marks on the notify socket around the block: the test checks no WATCHDOG=1 falls between them.
+    sd_notify("STATUS=test hook: event loop blocked")
     time.sleep(seconds)  # deliberately blocking: the watchdog test needs a stuck loop
+    sd_notify("STATUS=test hook: event loop running again")
     return web.json_response({"blocked_s": seconds})
 
 

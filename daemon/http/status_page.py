@@ -39,6 +39,7 @@ def page_state(view: DaemonView, now: datetime, prefill: Sequence[str] = ()) -> 
         series=view.value_series([a.fingerprint for a in alerts]),
         group_notes=view.group_notes(),
         rules=view.rules_by_alert(),
+        incidents=view.incidents(),
     )
 
 

@@ -6,12 +6,14 @@ this protocol, and start_http/build_app take anything that satisfies it (a test 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 from aiohttp import web
 
 from config.models import HttpConfig
+from daemon.alerts.incidents import Incident
 from daemon.alerts.model import AlertInstance
 from daemon.alerts.silences import SilenceStore
 from daemon.common.charts.sparkline import Point
@@ -61,6 +63,52 @@ class ReloadResult(Protocol):
         """The changes as JSON for scripts; None when nothing was swapped in."""
 
 
+@dataclass(frozen=True)
+class IncidentMemberView:
+    """One alert of an incident, copied from the incident book (daemon.alerts.incidents.Member)."""
+
+    fingerprint: str
+    rule: str
+    labels: Mapping[str, str]
+    joined_at: datetime
+    resolved_at: datetime | None = None
+    cause: str | None = None  # the fingerprint of the member that explains it
+    why: str = ""  # the causal link's sentence, when it has a cause
+
+
+@dataclass(frozen=True)
+class IncidentView:
+    """One incident, copied from the incident book: nothing the page holds changes under it."""
+
+    id: str
+    opened_at: datetime
+    locus: Mapping[str, str]  # where it opened: cluster + group, cluster + broker, ...
+    root: str  # the fingerprint of the alert that explains the others (the first, until a cause is known)
+    members: tuple[IncidentMemberView, ...]  # root first, then as they joined
+    resolved_at: datetime | None = None
+    ended_by: str | None = None  # the fingerprint of the last alert to resolve, once resolved
+
+    @classmethod
+    def of(cls, incident: Incident) -> IncidentView:
+        """Copy an incident of the incident book."""
+        last = incident.last_resolved()
+        return cls(
+            id=incident.id, opened_at=incident.opened_at, locus=dict(incident.locus), root=incident.root,
+            members=tuple(IncidentMemberView(m.fingerprint, m.rule, dict(m.labels), m.joined_at, m.resolved_at,
+                                             m.cause, m.why) for m in incident.ordered()),
+            resolved_at=incident.resolved_at, ended_by=last.fingerprint if last is not None else None,
+        )
+
+    @property
+    def open(self) -> bool:
+        """True until every alert in it has resolved."""
+        return self.resolved_at is None
+
+    def member(self, fingerprint: str) -> IncidentMemberView | None:
+        """The member with that fingerprint."""
+        return next((m for m in self.members if m.fingerprint == fingerprint), None)
+
+
 class DaemonView(Protocol):
     """The running daemon as daemon/http sees it; every read follows reloads."""
 
@@ -94,6 +142,9 @@ class DaemonView(Protocol):
 
     def active_alerts(self) -> Sequence[AlertInstance]:
         """Pending and firing alerts; empty until the daemon's state is open."""
+
+    def incidents(self) -> Sequence[IncidentView]:
+        """Open incidents and those resolved within the last day, newest first; empty until the state is open."""
 
     def muted(self, alerts: Sequence[AlertInstance], now: datetime) -> set[str]:
         """Fingerprints of those alerts a silence or an acknowledgement mutes now."""

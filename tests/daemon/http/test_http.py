@@ -71,8 +71,10 @@ def test_endpoints_answer_as_documented(tmp_path: Path):
                     text = await r.text()
                     assert r.headers["Content-Type"].startswith("text/plain")
                     assert "rocketwatch_rules 1.0" in text and "rocketwatch_outbox_depth 0.0" in text
+                    # No incident yet: the cluster's incident counts are there, at zero.
+                    assert 'rocketwatch_incidents{cluster="c",state="open"} 0.0' in text
                 async with http.get(f"{base}/api/alerts") as r:
-                    assert await r.json() == {"alerts": []}
+                    assert await r.json() == {"alerts": [], "incidents": []}
                 now = datetime.now(UTC)
                 daemon.silences.add(['group="orders"'], now, now + timedelta(hours=1), "ana", "deploy", now)
                 async with http.get(f"{base}/api/silences") as r:
@@ -156,7 +158,9 @@ def test_status_page_states_figures_as_the_rule_defines_them(tmp_path: Path):
     config = tmp_path / "rocketwatch.yaml"
     config.write_text(
         f'clusters: [{{name: prod, namesrv: ["127.0.0.1:9876"]}}]\nstate_dir: {tmp_path / "state"}\n'
-        f"rules: [{rules}]\n"  # notify.group_by is the default: alertname, cluster, group
+        f"rules: [{rules}]\n"
+        # Grouped as before incidents: the page keeps showing groups by these labels.
+        "notify: {group_by: [alertname, cluster, group]}\n"
     )
     daemon = Daemon(load_config(config), config)
     daemon._open_state()
@@ -180,6 +184,7 @@ def test_status_page_states_figures_as_the_rule_defines_them(tmp_path: Path):
         # Neither alert has a consumer group: the label is absent, never shown empty.
         assert 'group=""' not in page
         assert '{alertname="TargetFailing",cluster="prod"}' in page
+        assert "incident" not in page.split('id="alerts"')[1].split('id="silences"')[0]
         # The failing call's value is how long it took to fail; -1 is no threshold to read it against.
         assert "1.38 ms" in page and "fires while not ok" in page
         assert "vs -1" not in page and "1.38 ms vs" not in page

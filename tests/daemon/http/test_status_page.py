@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import html
+import re
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -39,7 +40,7 @@ Scenario = Callable[[aiohttp.ClientSession, str, Daemon], Awaitable[None]]
 
 
 def make_daemon(tmp_path: Path, http_extra: str = "") -> Daemon:
-    """A daemon with its state open and one firing, one pending alert; no scheduler, no Spark."""
+    """A daemon with its state open and one firing alert (in its incident), one pending; no scheduler, no Spark."""
     rules = tmp_path / "rules.yaml"
     rules.write_text(RULE)
     config = tmp_path / "rocketwatch.yaml"
@@ -54,8 +55,11 @@ def make_daemon(tmp_path: Path, http_extra: str = "") -> Daemon:
                      {"summary": "orders caches 9100", "diagnosis": "slow consumer", "next_steps": "look at consumeRT"})
     pending = Finding("SlowPull", {"cluster": "prod", "group": "billing"}, "warning", 3.0, 2.0,
                       {"summary": "billing pulls slowly"})
-    daemon.tracker.update({"BigCache": RuleTiming("BigCache"), "SlowPull": RuleTiming("SlowPull", for_=timedelta(hours=1))},
-                          [firing, pending], now - timedelta(minutes=5))
+    at = now - timedelta(minutes=5)
+    events = daemon.tracker.update({"BigCache": RuleTiming("BigCache"),
+                                    "SlowPull": RuleTiming("SlowPull", for_=timedelta(hours=1))}, [firing, pending], at)
+    # As each evaluation does: the dispatcher files the firing alert into its incident (the pending one waits).
+    daemon.dispatcher.dispatch(events, daemon.tracker.active_alerts(), at)
     daemon.cycles.appendleft(CycleRecord("collect", "prod", now, 0.42, 1234, 2))
     daemon.cycles.appendleft(CycleRecord("evaluate", "rules", now, 1.5, 2, 0))
     daemon.collector_health["prod"] = [
@@ -84,6 +88,17 @@ def serve(daemon: Daemon, scenario: Scenario) -> None:
         daemon.db.close()
 
 
+def text(markup: str) -> str:
+    """The words of some markup as a reader sees them: tags dropped, entities decoded, spaces collapsed."""
+    words = " ".join(html.unescape(re.sub(r"<[^>]+>", " ", markup)).split())
+    return re.sub(r" ([:,])", r"\1", words)  # "<b>X</b>: y" reads "X: y"
+
+
+def incident_block(raw: str, incident_id: str) -> str:
+    """The markup of one incident's block on the page."""
+    return raw.split(f'data-incident="{html.escape(incident_id)}">')[1].split("</table></div>")[0]
+
+
 def silence_form(**overrides: str) -> dict[str, str]:
     """A valid form post of the page's silence form."""
     return {"matchers": 'group="billing"\ncluster="prod"', "duration": "1h", "author": "ana",
@@ -100,10 +115,19 @@ def test_page_shows_alerts_grouped_silences_cycles_and_health(tmp_path: Path) ->
             raw = await r.text()
         assert "<script>" not in raw  # labels are escaped, never markup
         page = html.unescape(raw)
-        assert "Alerts (1 firing, 1 pending)" in page
-        # Grouped as notifications are routed (alertname, cluster, group), firing group first.
-        assert page.index('{alertname="BigCache",cluster="prod",group="orders<script>"}') < page.index(
-            '{alertname="SlowPull",cluster="prod",group="billing"}')
+        assert "Alerts (1 firing, 1 pending), 1 open incident" in page
+        # Grouped as notifications are routed (by incident): the firing alert's incident first, led by it;
+        # the pending alert is in none yet and shows where it happens.
+        (big,) = [a for a in daemon.tracker.active_alerts() if a.rule == "BigCache"]
+        incident = daemon.incidents.incident_of(big.fingerprint)
+        assert incident.id.startswith("prod/orders<script>@")
+        block = text(incident_block(raw, incident.id))
+        assert block.startswith(f"incident {incident.id} · open since 5m ago · 1 of 1 alert firing")
+        assert ('first alert BigCache cluster="prod" group="orders<script>" · since 5m ago · '
+                "9,100 vs 5,000 messages · orders caches 9100") in block
+        assert f'data-fingerprint="{big.fingerprint}"' in incident_block(raw, incident.id) and "SlowPull" not in block
+        assert page.index(f"incident {incident.id}") < page.index(
+            '{cluster="prod",group="billing"}</b> <span class="muted">· not in an incident yet')
         assert "#c62828" in page and "critical" in page  # severity colour
         assert "9,100 vs 5,000" in page and "5m ago" in page
         assert "slow consumer" in page and "look at consumeRT" in page and "billing pulls slowly" in page
@@ -324,7 +348,7 @@ def test_alerts_carry_a_chart_of_their_value_and_who_acknowledged_them(tmp_path:
         for minutes, value in ((4, 5200.0), (3, 6100.0), (2, 7400.0), (1, 9100.0)):
             big.value = value
             daemon.value_history.record([big], now - timedelta(minutes=minutes))
-        key = '{alertname="BigCache",cluster="prod",group="orders<script>"}'
+        key = f'{{incident="{daemon.incidents.incident_of(big.fingerprint).id}"}}'  # the notification group's key
         daemon.group_actions.record(key, "ack", "ana", ['alertname="BigCache"'], now)
         async with http.get(f"{base}/") as r:
             raw = await r.text()
@@ -334,6 +358,161 @@ def test_alerts_carry_a_chart_of_their_value_and_who_acknowledged_them(tmp_path:
         assert 'stroke-dasharray' in chart  # the threshold line
         assert chart.count("<polyline") == 1
         assert "Acknowledged by ana" in page
-        assert page.index("Acknowledged by ana") < page.index('{alertname="SlowPull"')  # on BigCache's group
+        # On the head of BigCache's incident block, not on SlowPull's group.
+        block = text(incident_block(raw, daemon.incidents.incident_of(big.fingerprint).id))
+        assert "1 of 1 alert firing · silence the incident… Acknowledged by ana" in block
+        assert block.index("Acknowledged by ana") < block.index("first alert BigCache")
+        assert page.index("Acknowledged by ana") < page.index('{cluster="prod",group="billing"}')
 
     serve(make_daemon(tmp_path), scenario)
+
+
+LINKED_RULES = RULE + """\
+      - alert: BlockedThread
+        kind: threshold
+        table: process_queue
+        value: cached_msg_count
+        above: {critical: 0}
+        summary: "a consume thread of {group} is blocked"
+        diagnosis: "one message holds the thread"
+        next_steps: "jstack the client"
+        explains:
+          - alert: BigCache
+            on: [cluster, group]
+            why: "A blocked consume thread stops draining its process queues, so cached messages pile up."
+"""
+TIMINGS = {rule: RuleTiming(rule) for rule in ("BigCache", "BlockedThread", "SlowPull")}
+
+
+def _big(group: str) -> Finding:
+    return Finding("BigCache", {"cluster": "prod", "group": group}, "warning", 9100.0, 5000.0,
+                   {"summary": f"{group} caches 9100"})
+
+
+def make_linked_daemon(tmp_path: Path) -> Daemon:
+    """Three incidents of one cluster, as the daemon's cycles make them:
+
+    - prod/orders, open: BigCache fired 10 minutes ago, its cause BlockedThread 6 minutes ago (it leads
+      the incident, which keeps its id), and SlowPull fired beside them (the same place, no link);
+    - prod/billing, resolved 6 minutes ago (its only alert fired 10 minutes ago);
+    - prod/audit, resolved three hours ago: kept by the book for a day, gone from the page.
+    """
+    rules = tmp_path / "rules.yaml"
+    rules.write_text(LINKED_RULES)
+    config = tmp_path / "rocketwatch.yaml"
+    config.write_text(f'clusters: [{{name: prod, namesrv: ["127.0.0.1:9876"]}}]\nstate_dir: {tmp_path / "state"}\n'
+                      f"rules: [{rules}]\nhttp: {{listen: '127.0.0.1:0'}}\n")
+    daemon = Daemon(load_config(config), config)
+    daemon._open_state()
+    now = datetime.now(UTC)
+    blocked = Finding("BlockedThread", {"cluster": "prod", "group": "orders"}, "critical", 1.0, 0.0,
+                      {"summary": "a consume thread of orders is blocked"})
+    slow = Finding("SlowPull", {"cluster": "prod", "group": "orders"}, "warning", 3.0, 2.0, {"summary": "orders pulls slowly"})
+    for minutes_ago, findings in ((180, [_big("audit")]), (179, []), (10, [_big("orders"), _big("billing")]),
+                                  (6, [_big("orders"), blocked, slow])):
+        at = now - timedelta(minutes=minutes_ago)
+        events = daemon.tracker.update(TIMINGS, findings, at)
+        daemon.dispatcher.dispatch(events, daemon.tracker.active_alerts(), at)
+    return daemon
+
+
+def _fingerprints(daemon: Daemon) -> dict[str, str]:
+    return {f"{a.rule}/{a.labels['group']}": a.fingerprint for a in daemon.tracker.active_alerts()}
+
+
+def test_an_incident_is_led_by_its_cause_with_what_it_explains_nested(tmp_path: Path) -> None:
+    async def scenario(http: aiohttp.ClientSession, base: str, daemon: Daemon) -> None:
+        fps = _fingerprints(daemon)
+        orders = daemon.incidents.incident_of(fps["BlockedThread/orders"])
+        assert daemon.incidents.incident_of(fps["BigCache/orders"]) is orders
+        async with http.get(f"{base}/") as r:
+            raw = await r.text()
+        page = text(raw)
+        assert "Alerts (3 firing, 0 pending), 1 open incident" in page
+        markup = incident_block(raw, orders.id)
+        block = text(markup)
+        # The id it opened with when BigCache fired first; the cause that came later leads it.
+        assert orders.id.startswith("prod/orders@")
+        assert block.startswith(f"incident {orders.id} · open since 10m ago · 3 of 3 alerts firing")
+        assert ('cause BlockedThread cluster="prod" group="orders" · since 6m ago · 1 vs 0 messages · '
+                "a consume thread of orders is blocked") in block
+        # Rows: the cause, then what it explains with the link's why, then the alert that is only there.
+        rows = [markup.index(f'data-fingerprint="{fps[name]}"')
+                for name in ("BlockedThread/orders", "BigCache/orders", "SlowPull/orders")]
+        assert rows == sorted(rows) and markup.index('<p class="lead">') < rows[0]
+        assert '<tr class="firing consequence" data-fingerprint="{}"'.format(fps["BigCache/orders"]) in markup
+        assert ("BigCache cluster=\"prod\" group=\"orders\" ↳ explained by BlockedThread: A blocked consume thread "
+                "stops draining its process queues, so cached messages pile up.") in block
+        assert 'SlowPull cluster="prod" group="orders" ↳ same place, no causal link known' in block
+        # Recently resolved incidents follow, marked resolved; one resolved hours ago is gone from the page.
+        (billing,) = [i for i in daemon.incidents.all() if i.id.startswith("prod/billing@")]
+        assert page.index(f"incident {orders.id}") < page.index("Resolved within the last hour") < page.index(
+            f"incident {billing.id}")
+        resolved = text(incident_block(raw, billing.id))
+        assert resolved.startswith(f"incident {billing.id} · resolved 6m ago, after 4m (ended by BigCache) · "
+                                   "0 of 1 alert firing")
+        assert 'first alert BigCache cluster="prod" group="billing" · since 10m ago, resolved 6m ago' in resolved
+        assert f'<div class="group incident closed" data-incident="{billing.id}">' in raw
+        assert "prod/audit" not in page and any(i.id.startswith("prod/audit@") for i in daemon.incidents.all())
+
+    serve(make_linked_daemon(tmp_path), scenario)
+
+
+def test_api_alerts_nests_an_incidents_alerts_under_it(tmp_path: Path) -> None:
+    async def scenario(http: aiohttp.ClientSession, base: str, daemon: Daemon) -> None:
+        fps = _fingerprints(daemon)
+        orders = daemon.incidents.incident_of(fps["BlockedThread/orders"])
+        async with http.get(f"{base}/api/alerts") as r:
+            assert r.status == 200
+            body = await r.json()
+        # Today's list keeps its shape; each alert says which incident it is in.
+        assert sorted((a["rule"], a["state"], a["labels"]["group"]) for a in body["alerts"]) == [
+            ("BigCache", "firing", "orders"), ("BlockedThread", "firing", "orders"), ("SlowPull", "firing", "orders")]
+        assert {a["incident"] for a in body["alerts"]} == {orders.id}
+        assert {a["fingerprint"] for a in body["alerts"]} == set(fps.values())
+        first, second = body["incidents"]
+        assert {k: first[k] for k in ("id", "state", "resolved_at", "root", "cause_known", "ended_by", "locus")} == {
+            "id": orders.id, "state": "open", "resolved_at": None, "root": fps["BlockedThread/orders"],
+            "cause_known": True, "ended_by": None, "locus": {"cluster": "prod", "group": "orders"}}
+        assert datetime.fromisoformat(first["opened_at"]) == orders.opened_at
+        assert [(a["rule"], a["role"], a["cause"]) for a in first["alerts"]] == [
+            ("BlockedThread", "root", None),
+            ("BigCache", "explained", fps["BlockedThread/orders"]),
+            ("SlowPull", "other", None),
+        ]
+        cause, effect, beside = first["alerts"]
+        assert effect["why"].startswith("A blocked consume thread stops draining") and cause["why"] == ""
+        assert effect | {"why": ""} == {
+            "fingerprint": fps["BigCache/orders"], "rule": "BigCache", "labels": {"cluster": "prod", "group": "orders"},
+            "state": "firing", "role": "explained", "cause": fps["BlockedThread/orders"], "why": "",
+            "joined_at": effect["joined_at"], "resolved_at": None, "severity": "warning", "value": 9100.0,
+            "threshold": 5000.0, "no_data": False, "active_at": effect["active_at"], "fired_at": effect["fired_at"],
+            "annotations": {"summary": "orders caches 9100"}}
+        assert beside["severity"] == "warning" and beside["annotations"] == {"summary": "orders pulls slowly"}
+        # The incident resolved within the hour follows, its alert resolved; the one resolved hours ago is not listed.
+        assert second["id"].startswith("prod/billing@") and second["state"] == "resolved"
+        (gone,) = second["alerts"]
+        assert (gone["rule"], gone["state"], gone["role"], second["ended_by"]) == (
+            "BigCache", "resolved", "root", gone["fingerprint"])
+        assert gone["resolved_at"] == second["resolved_at"] and "severity" not in gone
+
+    serve(make_linked_daemon(tmp_path), scenario)
+
+
+def test_the_incidents_gauge_counts_open_and_resolved_incidents(tmp_path: Path) -> None:
+    async def scenario(http: aiohttp.ClientSession, base: str, daemon: Daemon) -> None:
+        async with http.get(f"{base}/metrics") as r:
+            exposition = await r.text()
+        lines = [line for line in exposition.splitlines() if line.startswith("rocketwatch_incidents{")]
+        # Open: prod/orders. Resolved within the day the book keeps them: prod/billing and prod/audit.
+        assert sorted(lines) == ['rocketwatch_incidents{cluster="prod",state="open"} 1.0',
+                                 'rocketwatch_incidents{cluster="prod",state="resolved"} 2.0']
+        # When the last alert resolves, the incident leaves the open count at the next scrape.
+        at = datetime.now(UTC)
+        daemon.dispatcher.dispatch(daemon.tracker.update(TIMINGS, [], at), daemon.tracker.active_alerts(), at)
+        async with http.get(f"{base}/metrics") as r:
+            exposition = await r.text()
+        assert 'rocketwatch_incidents{cluster="prod",state="open"} 0.0' in exposition
+        assert 'rocketwatch_incidents{cluster="prod",state="resolved"} 3.0' in exposition
+
+    serve(make_linked_daemon(tmp_path), scenario)
