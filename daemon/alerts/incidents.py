@@ -179,14 +179,13 @@ class IncidentBook:
                 if link is not None:
                     member.cause, member.why = other.fingerprint, link.why
                     return self._join(incident, member)
-        for incident in opened:  # 2. it explains a member: the cause arrived late, it becomes the root
+        for incident in opened:  # 2. it explains a member: the cause arrived late
             explained = [(m, link) for m in incident.active()
                          if (link := self.links.explains(alert.rule, alert.labels, m.rule, m.labels)) is not None]
             if explained:
                 for effect, link in explained:
-                    if effect.cause is None:
+                    if effect.cause is None:  # a member already explained keeps its cause: one incident, one chain
                         effect.cause, effect.why = alert.fingerprint, link.why
-                incident.root = alert.fingerprint
                 return self._join(incident, member)
         locus = locus_of(alert.labels)
         for incident in opened:  # 3. the same place
@@ -202,6 +201,7 @@ class IncidentBook:
             member.cause, member.why = previous.cause, previous.why  # fired again: keeps its known cause
         incident.members[member.fingerprint] = member
         self._by_alert[member.fingerprint] = incident.id
+        incident.root = _root(incident)
         return incident.id
 
     def _new_id(self, locus: Mapping[str, str], now: datetime) -> str:
@@ -238,6 +238,19 @@ class IncidentBook:
                       to_db_time(m.resolved_at) if m.resolved_at else None, m.cause, m.why)
                      for m in incident.members.values()],
                 )
+
+
+def _root(incident: Incident) -> str:
+    # The alert nothing in the incident explains that explains the most of it; the earliest among
+    # equals (the first alert, while no cause is known). It never moves off a cause to an unlinked alert.
+    explains: dict[str, int] = {}
+    for member in incident.members.values():
+        if member.cause is not None:
+            explains[member.cause] = explains.get(member.cause, 0) + 1
+    candidates = [m for m in incident.members.values() if m.cause is None or m.cause not in incident.members]
+    best = min(candidates, key=lambda m: (-explains.get(m.fingerprint, 0), m.fingerprint != incident.root,
+                                          m.joined_at, m.rule), default=None)
+    return best.fingerprint if best is not None else incident.root
 
 
 def _load(db: StateDB) -> dict[str, Incident]:

@@ -68,6 +68,7 @@ class IncidentMember(_Frozen):
 
     fingerprint: str
     rule: str
+    labels: dict[str, str] = {}  # where it happens, also once it resolved and left the page's alerts
     cause: str | None = None
     why: str = ""
     joined_at: datetime
@@ -90,7 +91,7 @@ class IncidentSnapshot(_Frozen):
         last = incident.last_resolved()
         return cls(
             id=incident.id, opened_at=incident.opened_at, resolved_at=incident.resolved_at, root=incident.root,
-            members=[IncidentMember(fingerprint=m.fingerprint, rule=m.rule, cause=m.cause, why=m.why,
+            members=[IncidentMember(fingerprint=m.fingerprint, rule=m.rule, labels=dict(m.labels), cause=m.cause, why=m.why,
                                     joined_at=m.joined_at, resolved_at=m.resolved_at) for m in incident.ordered()],
             ended_by=last.fingerprint if last is not None else None,
         )

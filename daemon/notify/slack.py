@@ -112,9 +112,18 @@ class SlackNotifier:
 
     async def _upload_chart(self, notification: Notification, ref: ThreadRef) -> None:
         # The message is posted: a chart that fails to upload is logged, never a reason to post again.
+        if self.value_series is None:
+            return
         worst = max(notification.firing, key=_over_threshold, default=None)
-        points = self.value_series(worst.fingerprint) if worst is not None and self.value_series else []
-        if worst is None or len(points) < 3:
+        # An incident's page leads with its cause: its chart too, when the cause has a history to draw.
+        lead = notification.alert(notification.incident.root) if notification.incident is not None else None
+        for candidate in (lead, worst):
+            if candidate is not None and candidate.state == "firing":
+                points = self.value_series(candidate.fingerprint)
+                if len(points) >= 3:
+                    worst = candidate
+                    break
+        else:
             return
         minutes = max(1, round((points[-1][0] - points[0][0]).total_seconds() / 60))
         where = ", ".join(f"{k}={v}" for k, v in render.where(worst))

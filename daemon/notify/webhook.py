@@ -8,7 +8,7 @@ from typing import Any
 
 import aiohttp
 
-from daemon.notify import render
+from daemon.notify import render, render_incident
 from daemon.notify.errors import DeliveryError
 from daemon.notify.model import AlertSnapshot, Notification, ThreadRef
 
@@ -34,9 +34,35 @@ def alertmanager_payload(receiver: str, n: Notification, external_url: str = "")
         "commonAnnotations": common_annotations,
         "externalURL": external_url,
         "alerts": alerts,
-        "rocketwatch": {"subject": render.subject(n), "is_update": n.is_update,
-                        "changes": [c.model_dump(mode="json") for c in n.changes]},
+        "rocketwatch": _extension(n),
     }
+
+
+def _extension(n: Notification) -> dict[str, Any]:
+    """rocketwatch's own object beside Alertmanager's fields: the subject, the changes, and the incident."""
+    extension: dict[str, Any] = {"subject": render.subject(n), "is_update": n.is_update,
+                                 "changes": [c.model_dump(mode="json") for c in n.changes]}
+    p = render_incident.page(n)
+    if p is None:
+        return extension
+    incident = p.incident
+    extension["incident"] = {
+        "id": incident.id,
+        "opened_at": incident.opened_at.isoformat(),
+        "resolved_at": incident.resolved_at.isoformat() if incident.resolved_at else None,
+        # The root: the alert that explains the others once cause_known, the earliest until then.
+        "root": {"fingerprint": incident.root, "rule": p.lead.rule},
+        "cause_known": incident.cause_known,
+        "ended_by": incident.ended_by,
+        "alerts": [
+            {"fingerprint": m.fingerprint, "rule": m.rule, "cause": m.cause, "why": m.why or None,
+             "joined_at": m.joined_at.isoformat(), "resolved_at": m.resolved_at.isoformat() if m.resolved_at else None}
+            for m in incident.members
+        ],
+        "cause_found": p.cause_found,
+        "ended": p.ended,
+    }
+    return extension
 
 
 def _alert(a: AlertSnapshot, external_url: str) -> dict[str, Any]:

@@ -134,3 +134,22 @@ def test_where_an_alert_happens() -> None:
     assert locus_of(QUEUE) == {"cluster": "prod", "group": "orderConsumerA"}
     assert locus_of({"cluster": "prod", "broker": "broker-a"}) == {"cluster": "prod", "broker": "broker-a"}
     assert locus_of({"cluster": "prod", "topic": "T"}) == {"cluster": "prod", "topic": "T"}
+
+
+def test_a_late_cause_of_an_alert_already_explained_does_not_take_the_lead(book: Book) -> None:
+    book.cycle(0, finding("StuckMessage"), finding("ConsumerOffsetStalled"))
+    book.cycle(30, finding("StuckMessage"), finding("ConsumerOffsetStalled"),
+               finding("BrokerUnreachable", group="", topic="", queue_id=""))
+    incident = book.of("StuckMessage")
+    assert book.of("BrokerUnreachable").id == incident.id
+    assert book.root_rule(incident) == "StuckMessage", "the offset keeps the cause it had"
+    stalled = next(m for m in incident.members.values() if m.rule == "ConsumerOffsetStalled")
+    assert incident.members[stalled.cause].rule == "StuckMessage"
+
+
+def test_an_incident_opened_by_an_unlinked_alert_is_led_by_the_cause_that_joins_it(book: Book) -> None:
+    book.cycle(0, finding("DLQGrowing"))
+    opened = book.of("DLQGrowing")
+    book.cycle(30, finding("DLQGrowing"), finding("StuckMessage"), finding("ProcessQueueSpanTooLong"))
+    incident = book.of("StuckMessage")
+    assert incident.id == opened.id and book.root_rule(incident) == "StuckMessage"

@@ -14,11 +14,14 @@ from pathlib import Path
 import pytest
 
 from config.receivers import EmailReceiver, SlackReceiver
+from daemon.alerts.incidents import IncidentBook
 from daemon.alerts.tracker import AlertTracker
+from daemon.notify import render
 from daemon.notify.dispatcher import Dispatcher
 from daemon.notify.factory import build_notifier
 from daemon.notify.outbox import Outbox
 from rules.findings import Finding, RuleTiming
+from rules.links import CausalLinks
 from rules.loader import load_rule_files
 from tests.daemon.notify.conftest import at
 from tests.helpers.figure_rules import FIGURE_RULES
@@ -95,3 +98,19 @@ def test_email_states_the_condition_instead_of_a_threshold_that_cannot_be_crosse
         mails = smtp.wait_for(3)
     assert_figures_as_the_rules_define_them(by_rule([m.get_body(("plain",)).get_content() for m in mails]))
     assert_figures_as_the_rules_define_them(by_rule([m.get_body(("html",)).get_content() for m in mails]))
+
+
+def test_an_incident_page_states_figures_as_the_rules_define_them(db, rules):
+    # Grouped by incident: the two target alerts share a place (cluster prod) and one page; the
+    # broker's alert is a page of its own. The lead and the "Also firing here" list read alike.
+    tracker, outbox = AlertTracker(db), Outbox(db)
+    incidents = IncidentBook(db, lambda: CausalLinks([]))
+    dispatcher = Dispatcher(outbox, ["console"], ["incident"], None, (), incidents=incidents)
+    events = tracker.update({f.rule: RuleTiming(f.rule) for f in (FAILING, DEGRADED, SLOW)},
+                            [FAILING, DEGRADED, SLOW], at(0))
+    sent = [n for _, n in dispatcher.dispatch(events, tracker.active_alerts(), at(0))]
+    assert sorted(len(n.alerts) for n in sent) == [1, 2] and all(n.incident is not None for n in sent)
+    assert "Also firing here:" in "".join(render.text(n, rules) for n in sent)
+    assert_figures_as_the_rules_define_them(by_rule([render.text(n, rules) for n in sent]))
+    assert_figures_as_the_rules_define_them(by_rule([json.dumps(render.slack_message(n, rules=rules)) for n in sent]))
+    assert_figures_as_the_rules_define_them(by_rule([render.html_body(n, rules) for n in sent]))
