@@ -3,6 +3,7 @@
     rule_overrides:
       ProcessQueueSpanTooLong:
         for: 10s                       # replaces
+        over: 2m                       # the window of a stall, growth, churn or absent rule; replaces
         labels: {team: payments}       # merged into the rule's labels
         above: {critical: 5000}        # replaces only the levels given
         exclude: {group: "test-.*"}    # regex, full match; added to the rule's own excludes
@@ -42,6 +43,7 @@ class RuleOverride(BaseModel):
     disabled: bool = False
     for_: Duration | None = Field(None, alias="for")
     keep_firing_for: Duration | None = None
+    over: Duration | None = None  # stall, growth, churn and absent rules' window
     labels: dict[str, str] = Field(default_factory=dict)
     above: Levels | None = None
     below: Levels | None = None
@@ -81,6 +83,11 @@ def _override_one(rule: RuleBase, override: RuleOverride) -> tuple[RuleBase, lis
         update["for_"] = override.for_
     if override.keep_firing_for is not None:
         update["keep_firing_for"] = override.keep_firing_for
+    if override.over is not None:
+        if "over" in type(rule).model_fields:
+            update["over"] = override.over
+        else:
+            errors.append(OverrideError(rule.alert, ("over",), f"a {rule.kind} rule has no `over` window"))
     if override.labels:
         update["labels"] = {**rule.labels, **override.labels}
     if override.exclude:

@@ -58,8 +58,23 @@ def figures(alert: Measured, rule: object | None) -> Figures:
     return Figures(alert.value, alert.threshold, unit)
 
 
+# What a kind's alert value is, whatever its `value:` column: a stall's and an absence's is seconds,
+# a churn's a count of changes (spark/kinds/<kind>.py).
+_KIND_UNITS = {"stall": "s", "absent": "s", "churn": "changes"}
+
+
 def _unit(rule: object) -> str:
-    """The unit of the rule's value when the value is one column of its table."""
+    """The unit of the rule's alert value: its kind's, else its `value:` column's (per second for a growth rate)."""
+    kind_unit = _KIND_UNITS.get(str(getattr(rule, "kind", "")))
+    if kind_unit is not None:
+        return kind_unit
+    unit = _column_unit(rule)
+    if unit and getattr(rule, "measure", None) == "rate":
+        return f"{unit}/s"
+    return unit
+
+
+def _column_unit(rule: object) -> str:
     value = getattr(rule, "value", None)
     tree = getattr(value, "tree", None)
     if not isinstance(tree, ColumnRef):

@@ -48,3 +48,14 @@ def test_unknown_rule_and_bad_override_values_are_errors():
     assert "known rules: " in text and "ProcessQueueSpanTooLong" in text.split("known rules: ")[1]
     assert "above.critical: unknown column 'max_spam'" in text
     assert "exclude.x: unknown column 'x'" in text and "invalid regex '('" in text
+
+
+def test_over_replaces_a_windowed_rules_window_and_is_refused_on_a_threshold_rule():
+    pack = load_rule_files(["builtin"])
+    tuned, errors = apply_overrides(pack, {"ConsumerOffsetStalled": _override(over="75s")})
+    assert errors == []
+    assert tuned.get("ConsumerOffsetStalled").over == timedelta(seconds=75)
+    assert tuned.get("ConsumerOffsetStalled").window() >= timedelta(seconds=75)
+    assert pack.get("ConsumerOffsetStalled").over == timedelta(minutes=5)
+    _, errors = apply_overrides(pack, {SPAN: _override(over="1m")})
+    assert [str(e) for e in errors] == [f"{SPAN}: over: a threshold rule has no `over` window"]

@@ -114,3 +114,16 @@ def test_an_incident_page_states_figures_as_the_rules_define_them(db, rules):
     assert_figures_as_the_rules_define_them(by_rule([render.text(n, rules) for n in sent]))
     assert_figures_as_the_rules_define_them(by_rule([json.dumps(render.slack_message(n, rules=rules)) for n in sent]))
     assert_figures_as_the_rules_define_them(by_rule([render.html_body(n, rules) for n in sent]))
+
+
+@pytest.mark.parametrize(("rule", "value", "threshold", "expected"), [
+    ("StuckMessage", 48.0, 45.0, "value 48 vs 45 s"),  # a stall's value is how long it is frozen, not the offset
+    ("BrokerStoppedReporting", 150.0, 120.0, "value 150 vs 120 s"),
+    ("RebalanceChurn", 5.0, 3.0, "value 5 vs 3 changes"),
+])
+def test_a_windowed_rules_value_reads_in_its_kinds_unit(rule: str, value: float, threshold: float, expected: str) -> None:
+    pack = load_rule_files(["builtin"])
+    alert = render.AlertSnapshot(fingerprint="f", rule=rule, labels={"cluster": "prod"}, severity="warning",
+                                 value=value, threshold=threshold, annotations={}, state="firing",
+                                 active_at=at(0), fired_at=at(0))
+    assert render.figures_text(render.alert_figures(alert, pack.get))[0] == expected
