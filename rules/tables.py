@@ -273,6 +273,12 @@ COLLECTOR_HEALTH = Table(
                nullable=True),
         Column("target_failing", STRING, "the calls to the same target that failed in the same cycle, "
                "comma separated (null when none did)", nullable=True),
+        # From the cluster info's brokerAddrTable, so a rule's alert about a broker address names the
+        # broker the broker-side rules name (their causal links match on cluster + broker).
+        Column("broker", STRING, "the broker at `target`, when the target is a broker; null for a name server, "
+               "an exporter or a log", nullable=True),
+        Column("broker_id", INT64, "that broker's id: 0 for the master, >0 for slaves; null when `broker` is",
+               nullable=True),
     ),
 )
 

@@ -3,8 +3,9 @@
 Cluster info (106) → brokers; groups from 201 and %RETRY% topics (206, cached), filtered by the
 Selection; per group 203 → clients, 307 → process_queue/consumer_status (+ thread_dump if asked),
 208/303 → consumer_queue; 202 → topic_queue; 28 → broker. Every call yields a collector_health row,
-which also says how its target fared in the whole cycle (daemon/collectors/health.py); a bad server
-costs at most `call_timeout`; nothing raises out. Never heartbeats, never pulls.
+which also says how its target fared in the whole cycle and, for a broker, which one it is (name and
+id from the cluster info; daemon/collectors/health.py); a bad server costs at most `call_timeout`;
+nothing raises out. Never heartbeats, never pulls.
 """
 
 from __future__ import annotations
@@ -85,6 +86,9 @@ class _Cycle:
     topic_queue: list[dict[str, Any]] = field(default_factory=list)
     broker: list[dict[str, Any]] = field(default_factory=list)
     thread_dump: list[dict[str, Any]] = field(default_factory=list)
+    # Every broker address of the cluster info -> (broker name, broker id): names the broker on the
+    # health rows of the calls to it (daemon/collectors/health.py).
+    brokers: dict[str, tuple[str, int]] = field(default_factory=dict)
     # Topics worth a GET_TOPIC_STATS_INFO per master: those the groups consume or subscribe.
     topics: dict[str, set[str]] = field(default_factory=dict)
     online_groups: set[str] = field(default_factory=set)
@@ -330,7 +334,9 @@ async def collect_cluster(
         found = await _discover(cycle, namesrv)
         if found is not None:
             masters = _masters(found, cluster_name)
-            runtime = [_broker_runtime(cycle, n, i, a) for n, i, a in _all_addrs(found, cluster_name)]
+            addrs = _all_addrs(found, cluster_name)
+            cycle.brokers = {addr: (name, broker_id) for name, broker_id, addr in addrs}
+            runtime = [_broker_runtime(cycle, n, i, a) for n, i, a in addrs]
             by_master = await _groups_by_master(cycle, masters)
             for _, addr in masters:
                 for group in by_master.get(addr, ()):
@@ -375,7 +381,7 @@ def _result(
         BROKER: cycle.broker,
         # Only groups in jstack_groups send a jstack: no table at all for most clusters.
         **({"thread_dump": cycle.thread_dump} if cycle.thread_dump else {}),
-        COLLECTOR_HEALTH: with_target_figures(cycle.health),
+        COLLECTOR_HEALTH: with_target_figures(cycle.health, cycle.brokers),
     }
     if not discovered:
         why = (

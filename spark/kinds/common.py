@@ -88,10 +88,14 @@ def string_map(pairs: list[tuple[str, Column]]) -> Column:
 
 
 def label_map(rule: RuleBase, column: Callable[[str], Column] = F.col) -> Column:
-    """The alert's labels: the `by` columns as strings plus the rule's static labels."""
+    """The alert's labels: the `by` columns as strings plus the rule's static labels.
+
+    A `by` column that is null on the row is left out, not sent as a null label: a nullable column
+    (collector_health's `broker`, null for a name server) is a label only where it has a value.
+    """
     pairs = [(name, column(name)) for name in rule.group_by]
     pairs += [(name, F.lit(value)) for name, value in rule.labels.items()]
-    return string_map(pairs)
+    return F.map_filter(string_map(pairs), lambda _name, value: value.isNotNull())
 
 
 def in_window(df: DataFrame, start: datetime, now: datetime) -> DataFrame:

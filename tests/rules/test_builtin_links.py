@@ -15,10 +15,18 @@ QUEUE = ["cluster", "group", "topic", "broker", "queue_id"]
 
 
 def _labels(name: str) -> set[str]:
-    # What an alert of the rule carries: spark/kinds/common.py builds its labels from group_by and the
-    # static labels (group_by = `by`, else the table key; peer rules: peers_by + member).
+    # What an alert of the rule can carry: spark/kinds/common.py builds its labels from group_by and the
+    # static labels (group_by = `by`, else the table key; peer rules: peers_by + member). A `by` column
+    # that is null on the alert's row is left out: such a label is optional (_optional below).
     rule = PACK.get(name)
     return set(rule.group_by) | set(rule.labels)
+
+
+def _optional(name: str) -> set[str]:
+    """The labels some alerts of the rule may lack: its `by` columns the table declares nullable."""
+    rule = PACK.get(name)
+    return {label for label in rule.group_by
+            if (column := rule.table_def.column(label)) is not None and column.nullable}
 
 
 def test_every_link_names_a_pack_rule_and_labels_both_sides_carry():
@@ -76,10 +84,30 @@ def test_each_why_is_one_plain_sentence():
     ("BrokerStoppedReporting", "ConsumerOffsetStalled", ["cluster", "broker"]),
     ("DispatchBehind", "TopicWritesStopped", ["cluster", "broker"]),
     ("RetryBacklogGrowing", "DeadLetterQueueGrowing", ["cluster", "group"]),
+    ("CollectorTargetUnreachable", "BrokerStoppedReporting", ["cluster", "broker", "broker_id"]),
+    ("CollectorTargetUnreachable", "ConsumerOffsetStalled", ["cluster", "broker"]),
+    ("CollectorTargetUnreachable", "ConsumptionBlocked", ["cluster", "broker"]),
 ])
 def test_the_causal_chains_of_the_design_ship_with_the_pack(cause, effect, on):
     link = LINKS.link(cause, effect)
     assert link is not None and list(link.on) == on
+
+
+# Links on a label the rule's table may hold null, each with why that is right.
+NULLABLE_LINK_LABELS = {
+    # Alerts about a name server or an exporter name no broker: they explain nothing on the broker side.
+    ("CollectorTargetUnreachable", "broker"): "null for a target that is no broker",
+    ("CollectorTargetUnreachable", "broker_id"): "null for a target that is no broker",
+    ("DeadLetterQueueGrowing", "group"): "never null: dlq_queue holds %DLQ% topics, each named after its group",
+}
+
+
+def test_links_on_a_nullable_label_are_the_known_ones():
+    # A link on a label some of a rule's alerts lack never matches those alerts: a new one must be a
+    # deliberate choice, listed above.
+    nullable = {(side, label) for link in LINKS.links for side in (link.cause, link.effect)
+                for label in set(link.on) & _optional(side)}
+    assert nullable == set(NULLABLE_LINK_LABELS)
 
 
 @pytest.mark.parametrize("path", sorted(BUILTIN_DIR.glob("*.yaml")), ids=lambda p: p.name)
@@ -117,3 +145,24 @@ def test_a_group_gone_offline_explains_its_stalled_queues_lag_and_delay():
     present += [_alert("ConsumeDelayHigh", group="orders", topic="Orders"), offline,
                 _alert("RetryBacklogGrowing", group="orders")]
     assert LINKS.roots(present) == [offline]
+
+
+def test_a_crashed_broker_is_one_incident_led_by_the_unreachable_address():
+    # bench/results/pages.md, broker-crash: broker-b refuses every call, its runtime figures go stale,
+    # the queues it holds stop committing; the name server's own trouble is another incident.
+    unreachable = _alert("CollectorTargetUnreachable", target="10.0.0.2:10911", broker="broker-b", broker_id="0")
+    present = [
+        _alert("BrokerStoppedReporting", broker="broker-b", broker_id="0"),
+        _alert("ConsumerOffsetStalled", group="orders", topic="Orders", broker="broker-b", queue_id="1"),
+        _alert("ConsumptionBlocked", group="orders", topic="Orders", broker="broker-b", queue_id="1",
+               client_id="10.0.0.7@5764"),
+        unreachable,
+        _alert("BrokerStoppedReporting", broker="broker-b", broker_id="1"),  # the slave reports no more either
+        _alert("CollectorTargetUnreachable", target="10.0.0.9:9876"),  # a name server: no broker label
+    ]
+    assert [a.labels["target"] if "target" in a.labels else a.rule + "/" + a.labels["broker_id"]
+            for a in LINKS.roots(present)] == ["10.0.0.2:10911", "BrokerStoppedReporting/1", "10.0.0.9:9876"]
+    assert LINKS.ordered(present)[0] is unreachable
+    # An unreachable name server explains nothing on the broker side.
+    name_server = present[-1]
+    assert not [a for a in present if LINKS.explains(name_server.rule, name_server.labels, a.rule, a.labels)]

@@ -6,8 +6,8 @@ import socket
 
 import pytest
 
-from daemon.common.sdnotify import sd_notify
 from daemon.app.watchdog import Watchdog, watchdog_interval
+from daemon.common.sdnotify import sd_notify
 
 
 class Clock:
