@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import socket
 import threading
 import time
 from collections.abc import Callable
@@ -45,6 +46,9 @@ class Simulator:
         self.broker_addrs: dict[str, str] = {}
         self._servers: dict[str, asyncio.Server] = {}
         self._ports: dict[str, int] = {}
+        # A refused broker's port stays bound, not listening: connecting is refused as from a dead
+        # process, and no other listener on this host (another simulator) can take the address.
+        self._held: dict[str, socket.socket] = {}
         self._conns: set[asyncio.Task[None]] = set()
         self._conns_of: dict[str, set[asyncio.Task[None]]] = {}
         self._mono0 = time.monotonic()
@@ -204,7 +208,9 @@ class Simulator:
                 for task in list(self._conns_of.get(broker, ())):
                     task.cancel()
                 await server.wait_closed()
+                self._held[broker] = _hold(self.host, self._ports[broker])
             else:
+                self._held.pop(broker).close()
                 self._servers[broker] = await self._listen(broker, self._ports[broker])
 
     async def stop(self) -> None:
@@ -215,6 +221,9 @@ class Simulator:
                 await self._ticker
         for server in self._servers.values():
             server.close()
+        for held in self._held.values():
+            held.close()
+        self._held.clear()
         for task in list(self._conns):
             task.cancel()
         for server in self._servers.values():
@@ -353,3 +362,10 @@ class SimulatorThread:
             self._thread.join(10)
         if not self._loop.is_closed() and not self._thread.is_alive():
             self._loop.close()
+
+
+def _hold(host: str, port: int) -> socket.socket:
+    """A socket bound to host:port that never listens: connections are refused, the port stays ours."""
+    held = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    held.bind((host, port))
+    return held

@@ -338,8 +338,10 @@ class Run:
             return {name: gap for name, rules in expected.items() if (gap := set(rules) - seen(name))}
 
         where = "at the webhook" if at_receivers else "fired"
-        wait_until(lambda: not missing(), timeout, f"every scenario's alerts {where} (missing now: {missing()})",
-                   self.log)
+        try:
+            wait_until(lambda: not missing(), timeout, f"every scenario's alerts {where}", self.log)
+        except AssertionError as exc:
+            raise AssertionError(f"still missing {missing()}: {exc}") from None
         # Evaluations never overlap and each ends by delivering what it queued: two more mean at
         # least one whole evaluate-and-deliver cycle ran after the last expected alert.
         wait_evaluations(self.base, 2, self.log)
