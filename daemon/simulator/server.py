@@ -367,5 +367,8 @@ class SimulatorThread:
 def _hold(host: str, port: int) -> socket.socket:
     """A socket bound to host:port that never listens: connections are refused, the port stays ours."""
     held = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    # Past the connections it served (TIME_WAIT); a port picked by the kernel for another listener
+    # still never lands on a bound one.
+    held.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     held.bind((host, port))
     return held
