@@ -12,7 +12,12 @@
   CPU per steady cycle fell from 5.3-5.6 s to 3.7-4.0 s. A rebuild folds the whole window once:
   there, compiling pays (16k series: 7.1-7.5 s generated, 10.8-12.2 s interpreted).
 - No broadcast joins: each broadcast is a Spark job of its own, and every kept frame is one
-  partition (spark/kinds/common.gathered), so a sort-merge join of two of them needs no shuffle.
+  partition (a COALESCE hint in every fold), so a sort-merge join of two of them needs no shuffle.
+- No constraint propagation: a kept frame is a local checkpoint (a LogicalRDD), which carries the
+  constraints of the plan that built it; under a UNION ALL with the new rows Spark 4.3's optimizer
+  failed on them (`key not found` in UnionBase.rewriteConstraints: the consumer_group view's newest
+  rows, every steady cycle of bench/scale.py), and the filters it infers from them are of no use
+  on frames of a few partitions.
 """
 
 from __future__ import annotations
@@ -25,8 +30,15 @@ from pyspark.sql import SparkSession
 CYCLE_SETTINGS = {
     "spark.sql.codegen.wholeStage": "false",
     "spark.sql.autoBroadcastJoinThreshold": "-1",
+    "spark.sql.constraintPropagation.enabled": "false",
 }
-INTERPRETED = {"spark.sql.codegen.factoryMode": "NO_CODEGEN"}
+INTERPRETED = {
+    "spark.sql.codegen.factoryMode": "NO_CODEGEN",
+    # Interpreted projections share common subexpressions through a cache cleared for every row
+    # (SubExprEvaluationRuntime, a Guava cache): at 160k queue series ~6% of the executors' time in
+    # a JFR profile, and the steady cycle's executor CPU fell from 8.2 s to 7.6 s without it.
+    "spark.sql.subexpressionElimination.enabled": "false",
+}
 
 
 @contextmanager

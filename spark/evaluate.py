@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import logging
+import uuid
 from collections import defaultdict
 from collections.abc import Sequence
 from datetime import datetime, timedelta
@@ -31,15 +32,17 @@ from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
 
-from rules.expressions import calls_now, columns_used
+from rules.expressions import calls_now
 from rules.findings import Finding
 from rules.kinds.base import RuleBase
-from rules.tables import TABLES, VIEWS
+from rules.tables import TABLES
 from spark.codegen import cycle_settings
 from spark.kinds import KINDS
-from spark.kinds.common import OUTPUT_COLUMNS, fold_newest, lookback, one_row_per_series
+from spark.frames import NEWEST, fold_statement, plan_frames
+from spark.kinds.common import OUTPUT_COLUMNS
 from spark.kinds.fused import fusable, plan_fused
-from spark.reference import collect_findings, needed, plan_reference, sources
+from spark.reference import collect_findings, needed, plan_reference, sources, union_plan
+from spark.sql import Views, run
 from spark.state import CycleState, Frames, checkpoint
 from spark.store_layout import Commit, CommitLog
 from spark.store_reader import as_utc, read_commits
@@ -68,19 +71,9 @@ def partitions_for(commits: Sequence[Commit]) -> int:
 def keeps_state(rule: RuleBase) -> bool:
     """Whether the rule is judged from kept state: not when an expression folded ahead of its
     evaluation (a window kind's value, where, while, moving, levels) reads now()."""
-    if KINDS[rule.kind].fold is None:
+    if KINDS[rule.kind].reads_newest:
         return True
     return not any(calls_now(e.tree) for e in rule.expressions().values())
-
-
-def columns_read(rule: RuleBase) -> set[str]:
-    """The columns of its table a rule reads: its expressions', templates', labels' and exclusions'."""
-    names = {name for expression in rule.expressions().values() for name in columns_used(expression.tree)}
-    names |= {*rule.template_inputs(), *rule.group_by, *rule.exclude}
-    for attribute in ("member", "peers_by"):  # peer rules
-        value = getattr(rule, attribute, None)
-        names |= {value} if isinstance(value, str) else set(value or ())
-    return names
 
 
 def _signature(rules: Sequence[RuleBase], stale_after: timedelta) -> str:
@@ -96,7 +89,10 @@ class Evaluator:
         self.store_root = Path(store_root)
         self.commits = CommitLog(self.store_root)
         self.state: CycleState | None = None
-        # How the last cycle went, for logs and benchmarks: "rebuilt (why) from N cycle(s)" or "folded N cycle(s)".
+        # The temporary views the cycle's statements read the kept frames and new rows through.
+        self.views = Views(spark, f"rw_evaluator_{uuid.uuid4().hex[:12]}")
+        # How the last cycle went, for logs, benchmarks and tests: "rebuilt (why) from N cycle(s)", "folded N
+        # cycle(s)", or "failed to fold N cycle(s): ..." (the reference path judged it).
         self.last_cycle = ""
 
     def evaluate(self, rules: Sequence[RuleBase], now: datetime, stale_after: timedelta) -> list[Finding]:
@@ -116,7 +112,7 @@ class Evaluator:
                 # 3. Fold the new cycles' rows into each kept frame, and 4. judge every rule from the
                 # folded frames: one plan, one collect, which computes the folded frames too.
                 folded = self._fold(state, new, kept, now, stale_after, partitions) if new else state.copy_frames()
-                outputs = self._judge(folded, kept, now, stale_after)
+                outputs = [p for p in (self._judge(folded, kept, now, stale_after),) if p is not None]
                 if others and (reference := plan_reference(self.spark, self.store_root, others, now, stale_after)):
                     outputs.append(reference)
                 plan = _one_task_per_core(self.spark, reduce(DataFrame.unionByName, outputs).select(*OUTPUT_COLUMNS)) \
@@ -130,6 +126,7 @@ class Evaluator:
                               "from the full window and the state rebuilt next cycle", len(new))
                 state.release()
                 self.state = None
+                self.last_cycle = f"failed to fold {len(new)} cycle(s): judged from the full window"
                 return collect_findings(plan_reference(self.spark, self.store_root, rules, now, stale_after), rules)
         state.replace(folded, new, now)
         self.last_cycle = f"rebuilt ({why}) from {len(new)} cycle(s)" if why else f"folded {len(new)} cycle(s)"
@@ -149,54 +146,49 @@ class Evaluator:
     def _fold(self, state: CycleState, commits: Sequence[Commit], rules: Sequence[RuleBase], now: datetime,
               stale_after: timedelta, partitions: int) -> Frames:
         """Every kept frame with the rows of `commits` folded in (computed by the cycle's collect)."""
-        rows = _NewRows(self.spark, self.store_root, commits, partitions)
+        rows = _NewRows(self.spark, self.store_root, commits, partitions, self.views)
         folded = Frames()
-        newest_lookback: dict[str, timedelta] = {}
-        newest_columns: dict[str, set[str]] = defaultdict(set)
-        for rule in rules:
-            if KINDS[rule.kind].fold is None:
-                back = lookback(rule.stale_after or stale_after)
-                newest_lookback[rule.table] = max(back, newest_lookback.get(rule.table, back))
-                newest_columns[rule.table] |= columns_read(rule)
-        for name, back in newest_lookback.items():
-            # Only the columns its rules read: at 160k queue series whole rows of every table did not
-            # fit the driver's storage memory and were spilled to disk each cycle.
-            columns = [c for c in rows.get(name).columns if c in newest_columns[name] or c in (*_key(name), "ts")]
-            folded.newest[name] = checkpoint(fold_newest(state.frames.newest.get(name), rows.get(name).select(*columns),
-                                                         _key(name), now - back, partitions))
-        for rule in rules:
-            fold = KINDS[rule.kind].fold
-            if fold is not None:
-                stale = rule.stale_after or stale_after
-                folded.kept[rule.alert] = checkpoint(fold(rule, state.frames.kept.get(rule.alert),
-                                                          rows.get(rule.table), now, stale, partitions))
+        for frame in plan_frames(rules, stale_after).values():
+            previous = state.frames.frames.get(frame.id)
+            kept = None if previous is None else f"{{{frame.id}}}"
+            if frame.rule is not None:
+                rule = frame.rule
+                text = KINDS[rule.kind].fold(rule, kept, rows.relation(rule.table), rule.stale_after or stale_after,
+                                             partitions)
+            else:
+                text = fold_statement(frame, kept, rows.relation(frame.source), partitions)
+            folded.frames[frame.id] = checkpoint(rows.run(text, now, {frame.id: previous}))
         return folded
 
     def _judge(self, frames: Frames, rules: Sequence[RuleBase], now: datetime,
-               stale_after: timedelta) -> list[DataFrame]:
-        """Every rule's findings from the kept frames; threshold rules of one table in one pass (fused)."""
-        outputs = []
+               stale_after: timedelta) -> DataFrame | None:
+        """Every rule's findings from the kept frames, in one statement; threshold rules of one table
+        in one pass (fused)."""
+        planned = plan_frames(rules, stale_after)
+        where = {alert: f for f in planned.values() for alert in ([f.rule.alert] if f.rule else f.parts)}
+        newest = {f.source: f for f in planned.values() if NEWEST in f.parts}
+        branches: dict[str, str] = {}
         fused: dict[tuple[str, timedelta], list[RuleBase]] = defaultdict(list)
         for rule in rules:
-            if fusable(rule) and rule.table in frames.newest:
+            if fusable(rule):
                 fused[(rule.table, rule.stale_after or stale_after)].append(rule)
         for (table, stale), group in fused.items():
-            outputs.append(plan_fused(group, one_row_per_series(frames.newest[table]), now, stale))
+            if newest[table].id in frames.frames:
+                branches[" ".join(r.alert for r in group)] = plan_fused(group, newest[table].view(NEWEST), stale, True)
         for rule in rules:
-            if any(rule in group for group in fused.values()):
+            if fusable(rule):
                 continue
-            kind = KINDS[rule.kind]
-            frame = frames.newest.get(rule.table) if kind.fold is None else frames.kept.get(rule.alert)
-            if frame is None:
-                continue  # nothing ever committed for its table in the window
-            if kind.fold is None:
-                frame = one_row_per_series(frame)
+            frame = newest[rule.table] if KINDS[rule.kind].reads_newest else where[rule.alert]
+            if frame.id not in frames.frames:
+                continue  # nothing ever committed in the window
             try:
-                outputs.append(kind.judge(rule, frame, now, rule.stale_after or stale_after))
+                view = frame.view(NEWEST if KINDS[rule.kind].reads_newest else rule.alert)
+                branches[rule.alert] = KINDS[rule.kind].judge(rule, view, rule.stale_after or stale_after)
             except Exception:
-                # One rule Spark cannot plan must not blind every other rule of the cycle.
+                # One rule that cannot be planned must not blind every other rule of the cycle.
                 log.exception("rule %s: cannot build its plan; skipped this cycle", rule.alert)
-        return outputs
+        inputs = {frame_id: frame for frame_id, frame in frames.frames.items()}
+        return union_plan(self.spark, branches, now, inputs, views=self.views)
 
 
 def _one_task_per_core(spark: SparkSession, plan: DataFrame) -> DataFrame:
@@ -212,26 +204,29 @@ def _one_task_per_core(spark: SparkSession, plan: DataFrame) -> DataFrame:
     return plan.coalesce(max(1, cores))
 
 
-def _key(name: str) -> tuple[str, ...]:
-    return (TABLES[name] if name in TABLES else VIEWS[name]).key
-
-
 class _NewRows:
     """The rows of the cycles being folded, per table, and the views built from them."""
 
-    def __init__(self, spark: SparkSession, store_root: Path, commits: Sequence[Commit], partitions: int) -> None:
+    def __init__(self, spark: SparkSession, store_root: Path, commits: Sequence[Commit], partitions: int,
+                 views: Views) -> None:
         self.spark = spark
+        self.views = views
         self.store_root = store_root
         self.commits = commits
         self.partitions = partitions
         self._frames: dict[str, DataFrame] = {}
 
-    def get(self, name: str) -> DataFrame:
-        """The new rows of a table, or the view `name` built from its sources' new rows."""
+    def relation(self, name: str) -> str:
+        """The new rows of table `name` ({new_<table>}), or the view `name` built from its sources' new rows."""
+        if name in VIEW_DEFS:
+            return f"({compute_view(name, {s: self.relation(s) for s in sources(name)})})"
         if name not in self._frames:
-            if name in VIEW_DEFS:
-                self._frames[name] = compute_view(name, {s: self.get(s) for s in sources(name)})
-            else:
-                self._frames[name] = read_commits(self.spark, self.store_root, TABLES[name], self.commits,
-                                                  one_partition=self.partitions == 1)
-        return self._frames[name]
+            self._frames[name] = read_commits(self.spark, self.store_root, TABLES[name], self.commits,
+                                              one_partition=self.partitions == 1)
+        return f"{{new_{name}}}"
+
+    def run(self, text: str, now: datetime, state: dict[str, DataFrame | None]) -> DataFrame:
+        """Statement `text` over the new rows it names and the kept frame in `state` (key -> frame, or None)."""
+        frames = {f"new_{name}": frame for name, frame in self._frames.items() if f"{{new_{name}}}" in text}
+        frames.update({key: frame for key, frame in state.items() if frame is not None})
+        return run(self.spark, text, now, self.views, **frames)

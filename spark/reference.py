@@ -1,8 +1,8 @@
 """The reference path: every rule evaluated over its full window at one `now`, written to be read.
 
 Each stored table is read once over the longest window any of its rules (or any view built on it)
-needs; views are built from those windows; every rule's plan (its kind's `plan`, spark/kinds/)
-runs over its table or view; the plans are unioned and collected in one job. Nothing is kept
+needs; views are built from those windows; every rule's plan (its kind's `plan`, spark/kinds/, SQL
+text) runs over its table or view; the plans are one UNION ALL statement, collected in one job. Nothing is kept
 between calls: this is what the incremental engine (spark/evaluate.py) must agree with at every
 cycle, and what `eval --at`, `replay`, `analyze`, `test-rules` and `diagnose` use.
 
@@ -13,10 +13,8 @@ cycle, and what `eval --at`, `replay`, `analyze`, `test-rules` and `diagnose` us
 from __future__ import annotations
 
 import logging
-from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
-from functools import reduce
 from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
@@ -27,6 +25,7 @@ from rules.tables import TABLES
 from spark.kinds import KINDS
 from spark.kinds.common import OUTPUT_COLUMNS, lookback
 from spark.render import to_finding
+from spark.sql import Views, name, names, run, union_all, with_ctes
 from spark.store_reader import as_utc, partition_paths, read_window, window_rows
 from spark.views import VIEW_DEFS, compute_view
 
@@ -63,23 +62,50 @@ def plan_reference(spark: SparkSession, store_root: str | Path, rules: Sequence[
     """The union of every rule's output over its full window at `now`; None when no rule has samples."""
     now = as_utc(now)
     windows = read_windows(spark, store_root, window_starts(rules, now, stale_after), now)
-    by_table: dict[str, list[RuleBase]] = defaultdict(list)
+    frames = {f"window_{table}": frame for table, frame in windows.frames.items()}
+    view_ctes = {view: compute_view(view, {s: f"{{window_{s}}}" for s in sources(view)})
+                 for view in {r.table for r in rules if r.table in VIEW_DEFS}}
+    branches: dict[str, str] = {}
     for rule in rules:
-        by_table[rule.table].append(rule)
-    outputs: list[DataFrame] = []
-    for name, table_rules in by_table.items():
-        if sources(name)[0] not in windows.present:
+        if sources(rule.table)[0] not in windows.present:
             continue  # no samples at all: nothing to find, and nothing was ever seen to call no_data
-        frame = compute_view(name, windows.frames) if name in VIEW_DEFS else windows.frames[name]
-        for rule in table_rules:
-            try:
-                outputs.append(KINDS[rule.kind].plan(rule, frame, now, rule.stale_after or stale_after))
-            except Exception:
-                # One rule Spark cannot plan must not blind every other rule of the cycle.
-                log.exception("rule %s: cannot build its plan; skipped this evaluation", rule.alert)
-    if not outputs:
+        source = name(rule.table) if rule.table in VIEW_DEFS else f"{{window_{rule.table}}}"
+        try:
+            branches[rule.alert] = KINDS[rule.kind].plan(rule, source, rule.stale_after or stale_after)
+        except Exception:
+            # One rule that cannot be planned must not blind every other rule of the cycle.
+            log.exception("rule %s: cannot build its plan; skipped this evaluation", rule.alert)
+    return union_plan(spark, branches, now, frames, view_ctes)
+
+
+def union_plan(spark: SparkSession, branches: Mapping[str, str], now: datetime, frames: Mapping[str, DataFrame],
+               ctes: Mapping[str, str] | None = None, views: Views | None = None) -> DataFrame | None:
+    """One statement: the UNION ALL of `branches` (rule -> SELECT in the output shape) over `frames`
+    and the common table expressions `ctes`; None without branches. A branch Spark cannot analyse
+    (a type error in a rule's expression) is logged and left out, the others are kept."""
+    if not branches:
         return None
-    return reduce(DataFrame.unionByName, outputs).select(*OUTPUT_COLUMNS)
+
+    def statement(selected: Mapping[str, str]) -> DataFrame:
+        used = {n: q for n, q in (ctes or {}).items() if any(name(n) in b for b in selected.values())}
+        text = with_ctes(used, f"SELECT {names(OUTPUT_COLUMNS)} FROM ({union_all(selected.values())})")
+        wanted = {k: v for k, v in frames.items() if f"{{{k}}}" in text}
+        return run(spark, text, now, views, **wanted)
+
+    try:
+        return statement(branches)
+    except Exception:
+        if len(branches) == 1:
+            log.exception("rule %s: Spark cannot plan it; skipped this evaluation", next(iter(branches)))
+            return None
+    kept = {}
+    for rule, branch in branches.items():
+        try:
+            statement({rule: branch})
+            kept[rule] = branch
+        except Exception:
+            log.exception("rule %s: Spark cannot plan it; skipped this evaluation", rule)
+    return statement(kept) if kept else None
 
 
 class Windows:
@@ -95,13 +121,13 @@ def read_windows(spark: SparkSession, store_root: str | Path, starts: Mapping[st
     """Each table read once over [start, now]; small windows as one partition (no shuffle above)."""
     frames: dict[str, DataFrame] = {}
     present: set[str] = set()
-    for name, start in starts.items():
-        table = TABLES[name]
+    for table_name, start in starts.items():
+        table = TABLES[table_name]
         if partition_paths(store_root, table, start, now):
-            present.add(name)
+            present.add(table_name)
         # A view's optional source with no files still needs a typed (empty) frame to join.
         small = window_rows(store_root, table, start, now) <= ONE_PARTITION_MAX_ROWS
-        frames[name] = read_window(spark, store_root, table, start, now, one_partition=small)
+        frames[table_name] = read_window(spark, store_root, table, start, now, one_partition=small)
     return Windows(frames, present)
 
 

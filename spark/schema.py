@@ -31,3 +31,6 @@ def stored_schema(table: Table) -> StructType:
     return StructType(
         [StructField(c.name, SPARK_TYPES[c.type], nullable=c.nullable) for c in table.stored_columns]
     )
+
+# The SQL names of the catalog's types, for CASTs in SQL text (spark/views.py).
+SQL_TYPES: dict[str, str] = {name: data_type.simpleString().upper() for name, data_type in SPARK_TYPES.items()}

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from spark import column_cache, output
+from spark import output
 
 # Measured on 2 cores: 200 shuffle partitions made small evaluations ~3.5x slower than 2 (DESIGN §10).
 # Adaptive execution on vs off: 0.55-0.71 s vs 0.61-0.71 s per evaluate (6,400-row window), i.e. noise;
@@ -102,4 +102,3 @@ def stop_session() -> None:
         if _session is not None:
             _session.stop()
             _session = None
-            column_cache.clear()

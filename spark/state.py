@@ -30,14 +30,13 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class Frames:
-    """The kept frames: each series' newest row per table or view, and each rule's kind state."""
+    """The kept frames by id (spark/frames.py: one per table or view and key, one per churn rule)."""
 
-    newest: dict[str, DataFrame] = field(default_factory=dict)
-    kept: dict[str, DataFrame] = field(default_factory=dict)
+    frames: dict[str, DataFrame] = field(default_factory=dict)
 
     def all(self) -> list[DataFrame]:
         """Every kept frame."""
-        return [*self.newest.values(), *self.kept.values()]
+        return list(self.frames.values())
 
     def materialize(self) -> None:
         """Compute every frame the cycle's collect did not (a rule whose plan failed), so that none
@@ -86,7 +85,7 @@ class CycleState:
 
     def copy_frames(self) -> Frames:
         """The kept frames as they are (a cycle with nothing new to fold)."""
-        return Frames(dict(self.frames.newest), dict(self.frames.kept))
+        return Frames(dict(self.frames.frames))
 
     def replace(self, frames: Frames, commits: Iterable[Commit], now: datetime) -> None:
         """Keep `frames`, folded from `commits` at `now`; the frames they replace are freed."""

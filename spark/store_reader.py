@@ -18,6 +18,7 @@ from rules.expressions import parse
 from rules.tables import Table
 from spark.expressions import compile_expression
 from spark.schema import stored_schema
+from spark.sql import name
 from spark.store_layout import (
     Commit,
     as_utc,
@@ -111,8 +112,8 @@ def _with_facts(paths: Iterable[Path]) -> Iterator[tuple[Path, FileFacts]]:
 
 def with_derived(df: DataFrame, table: Table) -> DataFrame:
     """`df` plus the table's derived columns, computed from their rule-language definitions."""
-    derived = {c.name: compile_expression(parse(c.derived or ""), table) for c in table.derived_columns}
-    return df.withColumns(derived) if derived else df
+    derived = [f"{compile_expression(parse(c.derived or ''), table)} AS {name(c.name)}" for c in table.derived_columns]
+    return df.selectExpr("*", *derived) if derived else df
 
 
 def read_window(spark: SparkSession, root: str | Path, table: Table, start: datetime, end: datetime,

@@ -1,32 +1,36 @@
 """Registry of rule kinds: the YAML `kind:` value -> how Spark computes it, in both paths.
 
-Each kind's module (spark/kinds/<kind>.py) holds, side by side:
-- `plan(rule, window, now, stale_after)`: the reference, findings over the table's full window;
-- `fold(rule, state, new_rows, now, stale_after, partitions)`: the kept state after the newly
-  committed cycles' rows, in at most `partitions` partitions (None: the kind reads only each series' newest row, kept once per table);
-- `judge(rule, state, now, stale_after)`: findings from the kept state, equal to plan's.
-Every function returns rows in the shape of spark.kinds.common.OUTPUT_COLUMNS (fold returns its
-state). rules.kinds.KINDS lists the same kinds (a test checks).
+Each kind's module (spark/kinds/<kind>.py) holds, side by side, SQL text builders (spark/sql.py):
+- `plan(rule, source, stale_after)`: the reference, findings over the table's full window;
+- its kept state, either a `part(rule, prefix, stale_after)` of the frame of its table's series
+  (or of its `by` groups) that spark/frames.py folds with the other rules' parts, or a `fold(rule,
+  state, new_rows, stale_after, partitions)` of a frame of its own (state None: nothing kept yet);
+  neither: the kind reads only each series' newest row, kept once per table (spark/frames.py);
+- `judge(rule, state, stale_after)`: findings from the kept state (the part's view, the frame, or
+  the newest rows), equal to plan's.
+`source` and `state` are relations of a FROM clause; NOW is the evaluation time. plan and judge
+return rows in the shape of spark.kinds.common.OUTPUT_COLUMNS. rules.kinds.KINDS lists the same
+kinds (a test checks).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
-from pyspark.sql import DataFrame
-
-from spark.kinds.absent import fold_absent, judge_absent, plan_absent
+from spark.kinds.absent import judge_absent, part_absent, plan_absent
 from spark.kinds.churn import fold_churn, judge_churn, plan_churn
-from spark.kinds.growth import fold_growth, judge_growth, plan_growth
+from spark.kinds.common import Part
+from spark.kinds.growth import judge_growth, part_growth, plan_growth
 from spark.kinds.peer import plan_peer
-from spark.kinds.stall import fold_stall, judge_stall, plan_stall
+from spark.kinds.stall import judge_stall, part_stall, plan_stall
 from spark.kinds.threshold import plan_threshold
 
-Plan = Callable[[Any, DataFrame, datetime, timedelta], DataFrame]
-Fold = Callable[[Any, DataFrame | None, DataFrame, datetime, timedelta, int], DataFrame]
+Plan = Callable[[Any, str, timedelta], str]
+MakePart = Callable[[Any, str, timedelta], Part]
+Fold = Callable[[Any, str | None, str, timedelta, int], str]
 
 
 @dataclass(frozen=True)
@@ -34,19 +38,25 @@ class Kind:
     """How one rule kind is computed: over the full window, and from kept state."""
 
     plan: Plan
-    fold: Fold | None  # None: judged from each series' newest row (CycleState.newest)
     judge: Plan
+    part: MakePart | None = None  # state kept in the frame of its series (or groups)
+    fold: Fold | None = None  # state kept in a frame of its own
+
+    @property
+    def reads_newest(self) -> bool:
+        """True for kinds judged from each series' newest row."""
+        return self.part is None and self.fold is None
 
 
 KINDS: dict[str, Kind] = {
     # threshold and peer look at nothing but each series' newest row: their plans, fed the kept
     # newest rows instead of the window, are their judges.
-    "threshold": Kind(plan_threshold, None, plan_threshold),
-    "peer": Kind(plan_peer, None, plan_peer),
-    "growth": Kind(plan_growth, fold_growth, judge_growth),
-    "stall": Kind(plan_stall, fold_stall, judge_stall),
-    "absent": Kind(plan_absent, fold_absent, judge_absent),
-    "churn": Kind(plan_churn, fold_churn, judge_churn),
+    "threshold": Kind(plan_threshold, lambda rule, state, stale: plan_threshold(rule, state, stale, True)),
+    "peer": Kind(plan_peer, lambda rule, state, stale: plan_peer(rule, state, stale, True)),
+    "growth": Kind(plan_growth, judge_growth, part=part_growth),
+    "stall": Kind(plan_stall, judge_stall, part=part_stall),
+    "absent": Kind(plan_absent, judge_absent, part=part_absent),
+    "churn": Kind(plan_churn, judge_churn, fold=fold_churn),
 }
 
-__all__ = ["KINDS", "Fold", "Kind", "Plan"]
+__all__ = ["KINDS", "Fold", "Kind", "MakePart", "Plan"]

@@ -3,66 +3,82 @@
 The alert's value is the seconds from the group's newest sample to `now`; it fires with the rule's
 severity past stale_after, critical past critical_after. Absence is the finding: never no_data.
 
-Kept state: the newest row of each `by` group among the rows passing `exclude` and `where` (its
-last-seen time and template columns), dropped once it leaves `over`.
+Kept state: per `by` group, the newest row among the rows passing `exclude` and `where` (its time
+and the columns the rule reads), dropped once it leaves `over`.
 """
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
-
-from pyspark.sql import Column, DataFrame
-from pyspark.sql import functions as F
+from datetime import timedelta
 
 from rules.kinds.absent import AbsentRule
 from spark.expressions import compile_expression
 from spark.kinds.common import (
-    excluded,
-    gathered,
+    Part,
+    columns_read,
     in_window,
     newest_of,
-    newest_per_series,
+    not_excluded,
+    renamed,
     seconds_between,
-    unpack_newest,
-    where_true,
+    select,
+    sql_type,
+    sub,
+    true,
+    unpack,
 )
 from spark.kinds.levels import duration_judge, emit
+from spark.sql import NOW, ago, literal, name, names, struct
 
 
-def _matching(rule: AbsentRule, df: DataFrame, now: datetime) -> DataFrame:
-    """Rows passing the rule's `exclude` and `where`."""
-    where = compile_expression(rule.where.tree, rule.table_def, now) if rule.where is not None else None
-    return where_true(excluded(df, rule), where)
+def _matching(rule: AbsentRule) -> list[str]:
+    """Conditions of a sample: `exclude` and `where`."""
+    where = compile_expression(rule.where.tree, rule.table_def) if rule.where is not None else None
+    return [not_excluded(rule), true(where)]
 
 
-def plan_absent(rule: AbsentRule, df: DataFrame, now: datetime, stale_after: timedelta) -> DataFrame:
-    """Reference: findings of `rule` over the table window `df`, in the normalised output shape."""
-    rows = _matching(rule, in_window(df, now - rule.over, now), now)
+def plan_absent(rule: AbsentRule, source: str, stale_after: timedelta) -> str:
+    """Reference: findings of `rule` over the table window `source`, in the normalised output shape."""
     inputs = rule.template_inputs()
     carried = [c for c in inputs if c not in rule.group_by]
-    groups = rows.groupBy(*rule.group_by).agg(F.max("ts").alias("_last"), newest_of(carried))
-    groups = unpack_newest(groups, carried).withColumns({
-        "_fresh": F.lit(True),
-        "_value": seconds_between(F.lit(now), F.col("_last")),
-    })
+    groups = select([names(rule.group_by), "max(`ts`) AS `_last`", newest_of(carried)], source,
+                    in_window(rule.over), *_matching(rule), group_by=rule.group_by)
+    groups = select([names(rule.group_by), "`_last`", *unpack(carried), "TRUE AS `_fresh`",
+                     f"{seconds_between(NOW, '`_last`')} AS `_value`"], sub(groups))
     # Strictly older than stale_after: a sample exactly stale_after old still counts as fresh elsewhere.
     silent = stale_after.total_seconds()
     critical = rule.critical_after.total_seconds() if rule.critical_after is not None else None
 
-    def judge(value: Column) -> tuple[Column, Column]:
+    def judge(value: str) -> tuple[str, str]:
         severity, threshold = duration_judge(silent, critical, rule.severity)(value)
-        return F.when(value > F.lit(silent), severity), F.when(value > F.lit(silent), threshold)
+        quiet = f"{value} > {literal(float(silent))}"
+        return f"CASE WHEN {quiet} THEN {severity} END", f"CASE WHEN {quiet} THEN {threshold} END"
 
-    return emit(groups, rule, inputs, judge=judge, judge_key=(silent, critical))
-
-
-def fold_absent(rule: AbsentRule, state: DataFrame | None, rows: DataFrame, now: datetime,
-                stale_after: timedelta, partitions: int) -> DataFrame:
-    """Each group's newest matching row after adding `rows`; groups not seen in `over` are dropped."""
-    new = _matching(rule, rows, now)
-    return newest_per_series(gathered(state, new, partitions), rule.group_by).where(F.col("ts") >= F.lit(now - rule.over))
+    return emit(sub(groups), rule, inputs, judge=judge)
 
 
-def judge_absent(rule: AbsentRule, state: DataFrame, now: datetime, stale_after: timedelta) -> DataFrame:
+def part_absent(rule: AbsentRule, prefix: str, stale_after: timedelta) -> Part:
+    """Each `by` group's newest matching row, in a frame of the groups: its time (`prefix`_ts) and the
+    columns the rule reads; a group not seen in `over` is dropped."""
+    table = rule.table_def
+    by = rule.group_by
+    columns = [c for c in columns_read(rule) if c not in by and c != "ts"]
+    ok, last, new_last, new_row = (name(prefix + c) for c in ("_ok", "ts", "_new_ts", "_new_row"))
+    newer = f"n.{new_last} IS NOT NULL AND (s.{last} IS NULL OR n.{new_last} >= s.{last})"
+    return Part(
+        key=by,
+        types={prefix + "ts": "TIMESTAMP", **{prefix + c: sql_type(table, c) for c in columns}},
+        rows={prefix + "_ok": " AND ".join(_matching(rule))},
+        new={prefix + "_new_ts": f"max(CASE WHEN {ok} THEN `ts` END)",
+             prefix + "_new_row": f"max_by(CASE WHEN {ok} THEN {struct({c: name(c) for c in columns})} END, "
+                                  f"CASE WHEN {ok} THEN `ts` END)"},
+        fold={prefix + "ts": f"greatest(s.{last}, n.{new_last})",
+              **{prefix + c: f"CASE WHEN {newer} THEN n.{new_row}.{name(c)} ELSE s.{name(prefix + c)} END" for c in columns}},
+        alive=f"{last} >= {ago(rule.over)}",
+        view=lambda frame: sub(select([names(by), *renamed(prefix, ["ts", *columns])], frame, f"{last} IS NOT NULL")),
+    )
+
+
+def judge_absent(rule: AbsentRule, state: str, stale_after: timedelta) -> str:
     """Findings of `rule` from each group's newest matching row: plan_absent over them."""
-    return plan_absent(rule, state, now, stale_after)
+    return plan_absent(rule, state, stale_after)

@@ -12,83 +12,58 @@ template columns, `churn_samples`); a cycle's rows of a group are summarised onc
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from datetime import datetime, timedelta
-
-from pyspark.sql import Column, DataFrame, Window
-from pyspark.sql import functions as F
+from datetime import timedelta
 
 from rules.kinds.churn import ChurnRule
-from spark.column_cache import per_rule
 from spark.expressions import compile_expression
-from spark.kinds.common import excluded, gathered, in_window, newest_of, unpack_newest, where_true
-from spark.kinds.levels import LEVEL_COLUMNS, emit, level_columns
+from spark.kinds.common import fresh, in_window, newest_of, not_excluded, select, sub, true, unpack
+from spark.kinds.levels import emit, level_columns
+from spark.sql import ago, name, names
 
 
-@dataclass(frozen=True)
-class _Columns:
-    """What plan_churn computes, built once per rule declaration (spark/column_cache.py)."""
-
-    where: Column | None
-    levels: dict[str, Column]
-    member: Column
-    member_aggs: list[Column]
-    sample_aggs: list[Column]
-    changed: Column
-    group_aggs: list[Column]
-    carried: list[str]
-    members: Column
+def _others(rule: ChurnRule) -> list[str]:
+    return [c for c in rule.template_inputs() if c not in rule.group_by]
 
 
-def _columns(rule: ChurnRule, now: datetime) -> _Columns:
-    table = rule.table_def
-    by = rule.group_by
-    where = compile_expression(rule.where.tree, table, now) if rule.where is not None else None
-    others = [c for c in rule.template_inputs() if c not in by]
-    levels = list(LEVEL_COLUMNS.values())
-    carried_aggs = [*[F.max(c).alias(c) for c in levels], *[F.min(c).alias(c) for c in others]]
-    previous = F.lag("_set").over(Window.partitionBy(*by).orderBy("ts"))
-    carried = [*others, *levels, "_set"]
-    return _Columns(
-        where=where, levels=level_columns(rule, now), member=F.col(rule.member).cast("string").alias("_member"),
-        member_aggs=carried_aggs, sample_aggs=[F.array_sort(F.collect_set("_member")).alias("_set"), *carried_aggs],
-        changed=(previous.isNotNull() & (F.col("_set") != previous)).cast("int"),
-        group_aggs=[F.sum("_changed").cast("double").alias("_value"), F.max("ts").alias("_last"), newest_of(carried)],
-        carried=carried, members=F.array_join(F.col("_set"), ","),
-    )
-
-
-def churn_samples(rule: ChurnRule, rows: DataFrame, now: datetime) -> DataFrame:
+def churn_samples(rule: ChurnRule, rows: str) -> str:
     """One row per `by` group and sample time: its sorted member set (`_set`), levels and template columns."""
     by = rule.group_by
-    columns = per_rule(rule, "churn", lambda: _columns(rule, now))
-    rows = where_true(excluded(rows, rule), columns.where).withColumns(columns.levels)
+    where = compile_expression(rule.where.tree, rule.table_def) if rule.where is not None else None
+    levels = list(level_columns(rule))
+    others = _others(rule)
+    computed = {**level_columns(rule), "_member": f"CAST({name(rule.member)} AS STRING)"}
+    matching = select(["*", *(f"{sql} AS {name(column)}" for column, sql in computed.items())], rows,
+                      not_excluded(rule), true(where))
+    carried = [*(f"max({name(c)}) AS {name(c)}" for c in levels), *(f"min({name(c)}) AS {name(c)}" for c in others)]
     # Members repeat on every row they hold (one per queue): dropping the repeats in a plain hash
     # aggregate first leaves collect_set a set of clients per group, not of queues.
-    members = rows.groupBy(*by, "ts", columns.member).agg(*columns.member_aggs)
-    return members.groupBy(*by, "ts").agg(*columns.sample_aggs)
+    members = select([names(by), "`ts`", "`_member`", *carried], sub(matching), group_by=[*by, "ts", "_member"])
+    return select([names(by), "`ts`", "array_sort(collect_set(`_member`)) AS `_set`", *carried], sub(members),
+                  group_by=[*by, "ts"])
 
 
-def judge_churn(rule: ChurnRule, samples: DataFrame, now: datetime, stale_after: timedelta) -> DataFrame:
+def judge_churn(rule: ChurnRule, samples: str, stale_after: timedelta) -> str:
     """Findings of `rule` from its groups' samples (churn_samples) within `over`."""
     by = rule.group_by
-    columns = per_rule(rule, "churn", lambda: _columns(rule, now))
-    per_sample = in_window(samples, now - rule.over, now).withColumn("_changed", columns.changed)
-    groups = per_sample.groupBy(*by).agg(*columns.group_aggs)
-    groups = unpack_newest(groups, columns.carried).withColumns({
-        "_fresh": F.col("_last") >= F.lit(now - stale_after),
-        "members": columns.members,
-    })
-    return emit(groups, rule, rule.template_inputs(), ("members",))
+    carried = [*_others(rule), *level_columns(rule), "_set"]
+    previous = f"lag(`_set`) OVER (PARTITION BY {names(by)} ORDER BY `ts`)"
+    per_sample = select(["*", f"{previous} AS `_previous`"], samples, in_window(rule.over))
+    changed = "CAST(`_previous` IS NOT NULL AND `_set` <> `_previous` AS INT)"
+    groups = select([names(by), f"CAST(sum({changed}) AS DOUBLE) AS `_value`", "max(`ts`) AS `_last`",
+                     newest_of(carried)], sub(per_sample), group_by=by)
+    groups = select([names(by), "`_value`", "`_last`", *unpack(carried), f"{fresh(stale_after, '_last')} AS `_fresh`",
+                     "array_join(`_newest`.`_set`, ',') AS `members`"], sub(groups))
+    return emit(sub(groups), rule, rule.template_inputs(), ("members",))
 
 
-def plan_churn(rule: ChurnRule, df: DataFrame, now: datetime, stale_after: timedelta) -> DataFrame:
-    """Reference: findings of `rule` over the table window `df`, in the normalised output shape."""
-    return judge_churn(rule, churn_samples(rule, in_window(df, now - rule.over, now), now), now, stale_after)
+def plan_churn(rule: ChurnRule, source: str, stale_after: timedelta) -> str:
+    """Reference: findings of `rule` over the table window `source`, in the normalised output shape."""
+    window = sub(select(["*"], source, in_window(rule.over)))
+    return judge_churn(rule, sub(churn_samples(rule, window)), stale_after)
 
 
-def fold_churn(rule: ChurnRule, state: DataFrame | None, rows: DataFrame, now: datetime,
-               stale_after: timedelta, partitions: int) -> DataFrame:
+def fold_churn(rule: ChurnRule, state: str | None, rows: str, stale_after: timedelta, partitions: int) -> str:
     """The groups' samples in `over` after summarising `rows` (whole collection cycles)."""
-    new = churn_samples(rule, rows, now)
-    return gathered(state, new, partitions).where(F.col("ts") >= F.lit(now - rule.over))
+    new = churn_samples(rule, rows)
+    gathered = new if state is None else f"SELECT * FROM {state} UNION ALL {new}"
+    return f"SELECT /*+ COALESCE({partitions}) */ * FROM ({gathered}) WHERE `ts` >= {ago(rule.over)}"

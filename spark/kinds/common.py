@@ -1,19 +1,24 @@
-"""Pieces every kind's plan shares: the lookback, the newest sample per series, the output shape."""
+"""Pieces every kind's SQL shares: the lookback, the newest sample per series, the output shape.
+
+A kind's plan is one SELECT over a relation (`source`: a `{frame}` placeholder of spark.sql.run or
+a parenthesised subquery) returning OUTPUT_COLUMNS, so that every rule of a cycle is one branch of
+one UNION ALL statement.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from datetime import datetime, timedelta
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import timedelta
 
-from pyspark.sql import Column, DataFrame, Window
-from pyspark.sql import functions as F
-
+from rules.expressions import columns_used
 from rules.kinds.base import RuleBase
-from spark.column_cache import cached
+from rules.tables import STRING, Table
+from spark.schema import SQL_TYPES
+from spark.sql import NOW, ago, literal, name, names, string_map, struct
 
 # The one shape every plan returns, so all rules of a cycle union into one job.
 OUTPUT_COLUMNS = ("rule", "labels", "severity", "value", "threshold", "no_data", "inputs")
-_STRING_MAP = "map<string,string>"
 MIN_LOOKBACK = timedelta(minutes=10)
 
 
@@ -26,128 +31,138 @@ def lookback(stale_after: timedelta) -> timedelta:
     return max(10 * stale_after, MIN_LOOKBACK)
 
 
-def in_lookback(df: DataFrame, now: datetime, stale_after: timedelta) -> DataFrame:
-    """Rows with now - lookback <= ts <= now (the table window may be wider, for other rules)."""
-    return df.where((F.col("ts") >= F.lit(now - lookback(stale_after))) & (F.col("ts") <= F.lit(now)))
+def in_window(over: timedelta) -> str:
+    """Condition: now - over <= ts <= now (the samples of an `over:` window)."""
+    return f"(`ts` >= {ago(over)} AND `ts` <= {NOW})"
 
 
-def excluded(df: DataFrame, rule: RuleBase) -> DataFrame:
-    """Drop rows whose column fully matches one of the rule's `exclude` regexes."""
-    for condition in cached(("excluded", tuple(rule.exclude.items())), lambda: _not_matching(rule.exclude)):
-        df = df.where(condition)
-    return df
+def in_lookback(stale_after: timedelta) -> str:
+    """Condition: the row is within the lookback of stale_after (the table window may be wider)."""
+    return in_window(lookback(stale_after))
 
 
-def _not_matching(exclude: dict[str, str]) -> list[Column]:
-    # The pattern is a regex argument to rlike, not SQL text; anchored so `test` != `latest`.
-    return [~F.coalesce(F.col(name).cast("string").rlike(f"^(?:{pattern})$"), F.lit(False))
-            for name, pattern in exclude.items()]
+def fresh(stale_after: timedelta, column: str = "ts") -> str:
+    """Condition: the sample time `column` is within stale_after of now."""
+    return f"({name(column)} >= {ago(stale_after)})"
 
 
-def series_hashes(key: tuple[str, ...]) -> dict[str, Column]:
-    """Columns _h1, _h2: two hashes of the series key (xxhash64 and murmur3, 96 bits: no collision in
-    any real fleet), to group or join series by two numbers instead of their key as text."""
-    # At 1.6M series, grouping by the key's strings made each stall prefilter an aggregate of 70 s.
-    return dict(cached(("series_hashes", key), lambda: {"_h1": F.xxhash64(*key), "_h2": F.hash(*key)}))
+def true(condition: str | None) -> str:
+    """Condition: `condition` is true (null counts as false); TRUE when there is none."""
+    return "TRUE" if condition is None else f"coalesce({condition}, FALSE)"
 
 
-# A column marking a frame that holds at most one row per series (one_row_per_series).
-ONE_ROW_PER_SERIES = "_one_row_per_series"
+def not_excluded(rule: RuleBase) -> str:
+    """Condition: no column of the row fully matches one of the rule's `exclude` regexes."""
+    # The pattern is a regex argument of RLIKE, a literal; anchored so `test` != `latest`.
+    terms = [f"NOT coalesce(CAST({name(column)} AS STRING) RLIKE {literal(f'^(?:{pattern})$')}, FALSE)"
+             for column, pattern in rule.exclude.items()]
+    return " AND ".join(terms) if terms else "TRUE"
 
 
-def one_row_per_series(df: DataFrame) -> DataFrame:
-    """`df`, marked as holding at most one row per series: newest_per_series then keeps it as it is.
-
-    The evaluator marks a table's newest samples when it has proved it (spark/evaluate.py); the mark
-    is a column so that it survives the filters each plan adds before asking for the newest rows.
-    """
-    return df.withColumn(ONE_ROW_PER_SERIES, F.lit(True))
+def where(*conditions: str) -> str:
+    """A WHERE clause of the conditions that are not TRUE."""
+    kept = [c for c in conditions if c != "TRUE"]
+    return f" WHERE {' AND '.join(kept)}" if kept else ""
 
 
-def newest_per_series(df: DataFrame, key: tuple[str, ...]) -> DataFrame:
-    """The newest row of each series (one value of `key`)."""
-    if ONE_ROW_PER_SERIES in df.columns:
-        # Sorting every series' rows to keep the only one: at 1.6M queue series a shuffle and a sort
-        # of 1.6M rows per table and rule group, 6 s of a 14 s collect.
-        return df
-    # row_number over a window measured the same as groupBy + max_by(struct(...), ts) (0.72-0.76 s per
-    # evaluate on a 6,400-row window, within noise) and keeps the columns flat.
-    number, first = cached(("newest_per_series", key), lambda: (
-        F.row_number().over(Window.partitionBy(*key).orderBy(F.col("ts").desc())), F.col("_rn") == 1))
-    return df.withColumn("_rn", number).where(first).drop("_rn")
+def newest_per_series(source: str, key: Iterable[str], condition: str = "TRUE") -> str:
+    """The newest row of each series (one value of `key`) among the rows of `source` meeting `condition`."""
+    # row_number over a window measured the same as groupBy + max_by(struct(...), ts) and keeps the
+    # columns flat.
+    return (f"SELECT * EXCEPT (`_rn`) FROM (SELECT *, row_number() OVER (PARTITION BY {names(key)} "
+            f"ORDER BY `ts` DESC) AS `_rn` FROM {source}{where(condition)}) WHERE `_rn` = 1")
 
 
-def string_map(pairs: list[tuple[str, Column]]) -> Column:
-    """A map<string,string> column from (name, column) pairs."""
-    if not pairs:
-        return F.create_map().cast(_STRING_MAP)
-    args: list[Column] = []
-    for name, column in pairs:
-        args.extend([F.lit(name), column.cast("string")])
-    return F.create_map(*args).cast(_STRING_MAP)
+def newest_of(columns: Iterable[str], alias: str = "_newest", order: str = "`ts`") -> str:
+    """Aggregate: the struct of `columns` from the row with the largest `order` (unpack with unpack)."""
+    return f"max_by({struct({c: name(c) for c in columns})}, {order}) AS {name(alias)}"
 
 
-def label_map(rule: RuleBase, column: Callable[[str], Column] = F.col) -> Column:
+def unpack(columns: Iterable[str], alias: str = "_newest") -> list[str]:
+    """Select items that take the fields of newest_of's struct back to top-level columns."""
+    return [f"{name(alias)}.{name(c)} AS {name(c)}" for c in columns]
+
+
+def seconds_between(later: str, earlier: str) -> str:
+    """later - earlier in seconds (double), for timestamp expressions."""
+    return f"(CAST(unix_micros({later}) - unix_micros({earlier}) AS DOUBLE) / 1000000)"
+
+
+def label_map(rule: RuleBase) -> str:
     """The alert's labels: the `by` columns as strings plus the rule's static labels.
 
     A `by` column that is null on the row is left out, not sent as a null label: a nullable column
     (collector_health's `broker`, null for a name server) is a label only where it has a value.
     """
-    pairs = [(name, column(name)) for name in rule.group_by]
-    pairs += [(name, F.lit(value)) for name, value in rule.labels.items()]
-    return F.map_filter(string_map(pairs), lambda _name, value: value.isNotNull())
+    pairs = [(column, _as_string(rule, column)) for column in rule.group_by]
+    pairs += [(label, literal(value)) for label, value in rule.labels.items()]
+    return f"map_filter({string_map(pairs)}, (`_label`, `_value`) -> `_value` IS NOT NULL)"
 
 
-def in_window(df: DataFrame, start: datetime, now: datetime) -> DataFrame:
-    """Rows with start <= ts <= now: the samples of an `over:` window."""
-    return df.where((F.col("ts") >= F.lit(start)) & (F.col("ts") <= F.lit(now)))
+def inputs_map(rule: RuleBase, columns: Iterable[str]) -> str:
+    """The template inputs: `columns` of the row (as strings) by name."""
+    return string_map((column, _as_string(rule, column)) for column in columns)
 
 
-def where_true(df: DataFrame, condition: Column | None) -> DataFrame:
-    """Rows where `condition` is true (null counts as false); all rows when there is no condition."""
-    return df if condition is None else df.where(F.coalesce(condition, F.lit(False)))
+def _as_string(rule: RuleBase, column: str) -> str:
+    # A column the catalog declares a string needs no cast (every cast is more plan to analyse).
+    declared = rule.table_def.column(column)
+    return name(column) if declared is not None and declared.type == STRING else f"CAST({name(column)} AS STRING)"
 
 
-def newest_of(columns: list[str], alias: str = "_newest") -> Column:
-    """Aggregate: the struct of `columns` from the row with the largest ts (unpack with unpack_newest)."""
-    return cached(("newest_of", tuple(columns), alias),
-                  lambda: F.max_by(F.struct(*columns), F.col("ts")).alias(alias))
+def select(items: Iterable[str], source: str, *conditions: str, group_by: Iterable[str] = ()) -> str:
+    """SELECT items FROM source [WHERE conditions] [GROUP BY columns]."""
+    grouped = list(group_by)
+    tail = f" GROUP BY {names(grouped)}" if grouped else ""
+    return f"SELECT {', '.join(items)} FROM {source}{where(*conditions)}{tail}"
 
 
-def unpack_newest(df: DataFrame, columns: list[str], alias: str = "_newest") -> DataFrame:
-    """Replace the struct made by newest_of with its fields as top-level columns."""
-    if not columns:
-        return df.drop(alias)
-    unpacked = cached(("unpack_newest", tuple(columns), alias),
-                      lambda: {name: F.col(alias)[name] for name in columns})
-    return df.withColumns(unpacked).drop(alias)
+def sub(query: str) -> str:
+    """`query` as a relation of a FROM clause."""
+    return f"({query})"
 
 
-def seconds_between(later: Column | str, earlier: Column | str) -> Column:
-    """later - earlier in seconds (double), for timestamp columns (or their names)."""
-    if isinstance(later, str) and isinstance(earlier, str):
-        return cached(("seconds_between", later, earlier), lambda: _seconds_between(F.col(later), F.col(earlier)))
-    return _seconds_between(F.col(later) if isinstance(later, str) else later,
-                            F.col(earlier) if isinstance(earlier, str) else earlier)
+@dataclass(frozen=True)
+class Part:
+    """One rule's state inside a kept frame (spark/frames.py), whose rows are the series of one key.
 
-
-def _seconds_between(later: Column, earlier: Column) -> Column:
-    return (F.unix_micros(later) - F.unix_micros(earlier)).cast("double") / 1_000_000
-
-
-def gathered(state: DataFrame | None, rows: DataFrame, partitions: int) -> DataFrame:
-    """A kept frame and the rows folded into it, in at most `partitions` partitions (no shuffle).
-
-    A steady cycle folds one collection cycle into frames of one row per series: each frame is then
-    one partition, so the aggregates, windows and joins of its fold and of the rules judged from it
-    need no shuffle (a checkpoint keeps its partitioning), and a cycle's parallelism is across
-    frames and rules, one task each. A rebuild over a big window is spread over more partitions
-    (spark/evaluate.py picks them). Unioned frames would otherwise add partitions every cycle.
+    A frame is folded by one statement: the new rows (with `rows` computed on each) are grouped by
+    the key into `new` aggregates (n.*); the kept row (s.*) and them are full-outer joined; `fold`
+    computes the part's columns from both, `finish` (if any) from fold's; a part that is not `alive`
+    afterwards is nulled, and a series none of whose parts is alive is dropped. `types` gives each
+    kept column's SQL type (for the first fold's empty state); `view(frame)` reads the part's rows
+    back in the shape its kind's judge reads.
     """
-    return (rows if state is None else state.unionByName(rows)).coalesce(partitions)
+
+    key: tuple[str, ...]
+    types: dict[str, str]
+    new: dict[str, str]
+    fold: dict[str, str]
+    alive: str
+    view: Callable[[str], str]
+    rows: dict[str, str] = field(default_factory=dict)
+    finish: dict[str, str] = field(default_factory=dict)
 
 
-def fold_newest(state: DataFrame | None, rows: DataFrame, key: tuple[str, ...], start: datetime,
-                partitions: int) -> DataFrame:
-    """Each series' newest row after adding `rows`; series with nothing since `start` are dropped."""
-    return newest_per_series(gathered(state, rows, partitions), key).where(F.col("ts") >= F.lit(start))
+def sql_type(table: Table, column: str) -> str:
+    """The SQL type the catalog declares for a column of `table`."""
+    declared = table.column(column)
+    if declared is None:
+        raise ValueError(f"unknown column {column!r} in table {table.name}")
+    return SQL_TYPES[declared.type]
+
+
+def columns_read(rule: RuleBase) -> list[str]:
+    """The columns of its table a rule reads (its expressions', templates', labels' and exclusions'),
+    in the table's order."""
+    read = {c for expression in rule.expressions().values() for c in columns_used(expression.tree)}
+    read |= {*rule.template_inputs(), *rule.group_by, *rule.exclude}
+    for attribute in ("member", "peers_by"):  # peer and churn rules
+        value = getattr(rule, attribute, None)
+        read |= {value} if isinstance(value, str) else set(value or ())
+    return [c for c in rule.table_def.column_names if c in read]
+
+
+def renamed(prefix: str, columns: Iterable[str]) -> list[str]:
+    """Select items reading part columns `prefix`_c back as c."""
+    return [f"{name(prefix + c)} AS {name(c)}" for c in columns]

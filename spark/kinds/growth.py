@@ -10,89 +10,89 @@ Semantics:
 - Levels are evaluated on the newest sample; a series whose newest sample is older than
   stale_after is no_data. `by` coarser than the key reduces the series' growths (`reduce:`).
 
-Kept state: the rule's own samples in `over` (rows passing `where`), one per series and cycle. A
-growth rule watches few series (DLQ and retry queues, master brokers), and the increase needs
-every step inside the window, so the samples themselves are the smallest exact state.
+Kept state: per series, the rule's own samples in `over` (rows passing `where`, the columns the
+rule reads), one per cycle. A growth rule watches few series (DLQ and retry queues, master
+brokers), and the increase needs every step inside the window, so the samples themselves are the
+smallest exact state.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from datetime import datetime, timedelta
-
-from pyspark.sql import Column, DataFrame, Window
-from pyspark.sql import functions as F
+from datetime import timedelta
 
 from rules.kinds.growth import GrowthRule
-from spark.column_cache import per_rule
 from spark.expressions import compile_expression
 from spark.kinds.common import (
-    excluded,
-    gathered,
+    Part,
+    columns_read,
+    fresh,
     in_window,
     newest_of,
+    not_excluded,
     seconds_between,
-    unpack_newest,
-    where_true,
+    select,
+    sql_type,
+    sub,
+    true,
+    unpack,
 )
-from spark.kinds.levels import LEVEL_COLUMNS, finish, level_columns
+from spark.kinds.levels import finish, level_columns
+from spark.sql import ago, name, names, struct
 
 
-@dataclass(frozen=True)
-class _Columns:
-    """What plan_growth computes, built once per rule declaration (spark/column_cache.py)."""
-
-    where: Column | None
-    sample: dict[str, Column]  # _v and the level columns, per sample
-    step: Column | None  # counter: the increase since the previous sample
-    aggs: list[Column]
-    carried: list[str]
-    value: Column
+def _matching(rule: GrowthRule) -> list[str]:
+    """Conditions of a sample: `exclude` and `where`."""
+    where = compile_expression(rule.where.tree, rule.table_def) if rule.where is not None else None
+    return [not_excluded(rule), true(where)]
 
 
-def _columns(rule: GrowthRule, now: datetime) -> _Columns:
-    table = rule.table_def
-    key = table.key
-    where = compile_expression(rule.where.tree, table, now) if rule.where is not None else None
-    sample = {"_v": compile_expression(rule.value.tree, table, now).cast("double"), **level_columns(rule, now)}
-    step = None
+def plan_growth(rule: GrowthRule, source: str, stale_after: timedelta) -> str:
+    """Reference: findings of `rule` over the table window `source`, in the normalised output shape."""
+    key = rule.table_def.key
+    sample = {"_v": f"CAST({compile_expression(rule.value.tree, rule.table_def)} AS DOUBLE)", **level_columns(rule)}
+    rows = select(["*", *(f"{sql} AS {name(column)}" for column, sql in sample.items())], source,
+                  in_window(rule.over), *_matching(rule))
     if rule.counter:
-        previous = F.lag("_v").over(Window.partitionBy(*key).orderBy("ts"))
-        step = (F.when(previous.isNull(), F.lit(0.0)).when(F.col("_v") >= previous, F.col("_v") - previous)
-                .otherwise(F.col("_v")))
-        increase = F.sum("_step")
+        previous = f"lag(`_v`) OVER (PARTITION BY {names(key)} ORDER BY `ts`)"
+        rows = select(["*", f"{previous} AS `_previous`"], sub(rows))
+        step = ("CASE WHEN `_previous` IS NULL THEN 0.0D WHEN `_v` >= `_previous` THEN `_v` - `_previous` "
+                "ELSE `_v` END")
+        rows = select(["*", f"{step} AS `_step`"], sub(rows))
+        increase = "sum(`_step`)"
     else:
-        increase = F.max_by("_v", "ts") - F.min_by("_v", "ts")
-    carried = [c for c in (*rule.template_inputs(), *LEVEL_COLUMNS.values()) if c not in key]
-    aggs = [increase.alias("_increase"), F.count("_v").alias("_n"), F.min("ts").alias("_first"),
-            F.max("ts").alias("_last"), newest_of(carried)]
-    span = seconds_between("_last", "_first")
-    value = F.col("_increase") if rule.measure == "increase" else F.col("_increase") / span
-    return _Columns(where, sample, step, aggs, carried, F.when((F.col("_n") >= 2) & (span > 0), value))
+        increase = "max_by(`_v`, `ts`) - min_by(`_v`, `ts`)"
+    carried = [c for c in (*rule.template_inputs(), *level_columns(rule)) if c not in key]
+    series = select([names(key), f"{increase} AS `_increase`", "count(`_v`) AS `_n`", "min(`ts`) AS `_first`",
+                     "max(`ts`) AS `_last`", newest_of(carried)], sub(rows), group_by=key)
+    span = seconds_between("`_last`", "`_first`")
+    value = "`_increase`" if rule.measure == "increase" else f"`_increase` / {span}"
+    series = select([
+        "* EXCEPT (`_newest`)", *unpack(carried),
+        f"{fresh(stale_after, '_last')} AS `_fresh`",
+        f"CASE WHEN `_n` >= 2 AND {span} > 0 THEN {value} END AS `_value`",
+    ], sub(series))
+    return finish(sub(series), rule, rule.template_inputs())
 
 
-def plan_growth(rule: GrowthRule, df: DataFrame, now: datetime, stale_after: timedelta) -> DataFrame:
-    """Reference: findings of `rule` over the table window `df`, in the normalised output shape."""
-    columns = per_rule(rule, "growth", lambda: _columns(rule, now))
-    rows = where_true(excluded(in_window(df, now - rule.over, now), rule), columns.where).withColumns(columns.sample)
-    if columns.step is not None:
-        rows = rows.withColumn("_step", columns.step)
-    series = rows.groupBy(*rule.table_def.key).agg(*columns.aggs)
-    series = unpack_newest(series, columns.carried).withColumns({
-        "_fresh": F.col("_last") >= F.lit(now - stale_after),
-        "_value": columns.value,
-    })
-    return finish(series, rule, rule.template_inputs())
+def part_growth(rule: GrowthRule, prefix: str, stale_after: timedelta) -> Part:
+    """The rule's samples in `over` in a frame of the table's series: an array (`prefix`_samples) of
+    the columns the rule reads, one element per matching row."""
+    table = rule.table_def
+    columns = [c for c in columns_read(rule) if c not in table.key and c != "ts"]
+    samples = f"ARRAY<STRUCT<{', '.join(f'{name(c)}: {sql_type(table, c)}' for c in ['ts', *columns])}>>"
+    ok, kept, new = name(prefix + "_ok"), name(prefix + "_samples"), name(prefix + "_new")
+    return Part(
+        key=table.key,
+        types={prefix + "_samples": samples},
+        rows={prefix + "_ok": " AND ".join(_matching(rule))},
+        new={prefix + "_new": f"array_sort(collect_list(CASE WHEN {ok} THEN {struct({c: name(c) for c in ['ts', *columns]})} END))"},
+        fold={prefix + "_samples": f"filter(concat(coalesce(s.{kept}, CAST(array() AS {samples})), "
+                                   f"coalesce(n.{new}, CAST(array() AS {samples}))), e -> e.ts >= {ago(rule.over)})"},
+        alive=f"size({kept}) > 0",
+        view=lambda frame: sub(select([names(table.key), f"inline({kept})"], frame, f"size({kept}) > 0")),
+    )
 
 
-def fold_growth(rule: GrowthRule, state: DataFrame | None, rows: DataFrame, now: datetime,
-                stale_after: timedelta, partitions: int) -> DataFrame:
-    """The rule's samples in `over` after adding `rows`: the rows passing `exclude` and `where`."""
-    columns = per_rule(rule, "growth", lambda: _columns(rule, now))
-    new = where_true(excluded(rows, rule), columns.where)
-    return gathered(state, new, partitions).where(F.col("ts") >= F.lit(now - rule.over))
-
-
-def judge_growth(rule: GrowthRule, state: DataFrame, now: datetime, stale_after: timedelta) -> DataFrame:
+def judge_growth(rule: GrowthRule, state: str, stale_after: timedelta) -> str:
     """Findings of `rule` from its kept samples: plan_growth over them."""
-    return plan_growth(rule, state, now, stale_after)
+    return plan_growth(rule, state, stale_after)

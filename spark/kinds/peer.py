@@ -13,118 +13,106 @@ Semantics:
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
-from typing import Any
-
-from pyspark.sql import Column, DataFrame, Window
-from pyspark.sql import functions as F
+from datetime import timedelta
 
 from rules.kinds.peer import PeerRule
-from spark.column_cache import per_rule
 from spark.expressions import compile_expression
-from spark.kinds.common import excluded, in_lookback, newest_per_series
-from spark.kinds.levels import emit, level_columns, reduce_groups, severity_columns
+from spark.kinds.common import fresh, in_lookback, newest_per_series, not_excluded, select, sub, true, unpack
+from spark.kinds.levels import emit, level, level_columns, reduce_groups, severity_columns
+from spark.sql import name, names, struct
 
 _EXTRA = ("peer_value", "peers", "peers_above")
 
 
-def _median(values: Column) -> Column:
-    ordered = F.array_sort(values)
-    n = F.size(ordered)
-    lower = F.element_at(ordered, F.floor((n + 1) / 2).cast("int"))
-    upper = F.element_at(ordered, F.floor(n / 2).cast("int") + 1)
-    return F.when(n > 0, (lower + upper) / 2)
+def _median(values: str) -> str:
+    ordered = f"array_sort({values})"
+    n = f"size({values})"
+    lower = f"element_at({ordered}, CAST(floor(({n} + 1) / 2) AS INT))"
+    upper = f"element_at({ordered}, CAST(floor({n} / 2) AS INT) + 1)"
+    return f"CASE WHEN {n} > 0 THEN ({lower} + {upper}) / 2 END"
 
 
-def _combine(values: Column, how: str) -> Column:
+def _combine(values: str, how: str) -> str:
     """The peer value of an array of doubles: median, avg, max or min; null when empty."""
     if how == "median":
         return _median(values)
     if how == "max":
-        return F.array_max(values)
+        return f"array_max({values})"
     if how == "min":
-        return F.array_min(values)
-    total = F.aggregate(values, F.lit(0.0), lambda acc, x: acc + x)
-    return F.when(F.size(values) > 0, total / F.size(values))
+        return f"array_min({values})"
+    return f"CASE WHEN size({values}) > 0 THEN aggregate({values}, 0.0D, (acc, x) -> acc + x) / size({values}) END"
 
 
-def _members(rule: PeerRule, df: DataFrame, now: datetime, stale_after: timedelta) -> DataFrame:
+def _members(rule: PeerRule, source: str, stale_after: timedelta, one_row_per_series: bool) -> str:
     """One row per member with _value, _fresh, the level columns and the template inputs."""
     table = rule.table_def
-    rows = newest_per_series(excluded(in_lookback(df, now, stale_after), rule), table.key)
-    if rule.where is not None:
-        rows = rows.where(per_rule(rule, "where", lambda: F.coalesce(compile_expression(rule.where.tree, table, now),
-                                                                    F.lit(False))))
-    rows = rows.withColumns({
-        "_fresh": F.col("ts") >= F.lit(now - stale_after),
-        "_value": per_rule(rule, "value", lambda: compile_expression(rule.value.tree, table, now).cast("double")),
-        **level_columns(rule, now),
-    })
-    inputs = tuple(dict.fromkeys((*rule.member_key, *rule.template_inputs())))
-    return reduce_groups(rows, rule, rule.member_key, inputs) if rule.reduces else rows
-
-
-def _outlier_columns(rule: PeerRule) -> dict[str, Any]:
-    """plan_peer's Columns in outlier mode, built once per rule declaration (spark/column_cache.py)."""
-    severity, threshold = severity_columns(F.col("_value"))
-    entry = F.struct(F.col(rule.member).cast("string").alias("m"), F.col("_value").alias("v"))
-    fresh_entry = F.when(F.col("_fresh") & F.col("_value").isNotNull(), entry)
-    me = F.col(rule.member).cast("string")
-    return {
-        "judged": {"_sev": severity, "_thr": threshold, "_low": F.coalesce(F.col("_aw"), F.col("_ac"))},
-        "all": F.collect_list(fresh_entry).over(Window.partitionBy(*rule.peers_by)),
-        "others": F.transform(F.filter(F.col("_all"), lambda e: e["m"] != me), lambda e: e["v"]),
-        "peer": {
-            "peer_value": _combine(F.col("_others"), rule.peer_reduce),
-            "peers": F.size("_others"),
-            "peers_above": F.size(F.filter(F.col("_others"), lambda v: v > F.col("_low"))),
-        },
+    if one_row_per_series:
+        newest = select(["*"], source, in_lookback(stale_after), not_excluded(rule))
+    else:
+        newest = newest_per_series(source, table.key, f"{in_lookback(stale_after)} AND {not_excluded(rule)}")
+    where = compile_expression(rule.where.tree, table) if rule.where is not None else None
+    computed = {
+        "_fresh": fresh(stale_after),
+        "_value": f"CAST({compile_expression(rule.value.tree, table)} AS DOUBLE)",
+        **level_columns(rule),
     }
+    rows = select(["*", *(f"{sql} AS {name(column)}" for column, sql in computed.items())], sub(newest), true(where))
+    inputs = tuple(dict.fromkeys((*rule.member_key, *rule.template_inputs())))
+    return reduce_groups(sub(rows), rule, rule.member_key, inputs) if rule.reduces else rows
 
 
-def _outlier_judge(value: Column) -> tuple[Column, Column]:
-    peers_fine = (F.col("peers") > 0) & F.coalesce(F.col("peer_value") <= F.col("_low"), F.lit(False))
-    return F.when(peers_fine, F.col("_sev")), F.when(peers_fine, F.col("_thr"))
-
-
-def plan_peer(rule: PeerRule, df: DataFrame, now: datetime, stale_after: timedelta) -> DataFrame:
-    """Findings of `rule` over the table window `df`, in the normalised output shape."""
-    members = _members(rule, df, now, stale_after)
+def plan_peer(rule: PeerRule, source: str, stale_after: timedelta, one_row_per_series: bool = False) -> str:
+    """Findings of `rule` over the rows of `source` (the table window, or each series' newest row
+    when `one_row_per_series`), in the normalised output shape."""
+    members = _members(rule, source, stale_after, one_row_per_series)
     inputs = rule.template_inputs()
-    c = per_rule(rule, "peer", lambda: _outlier_columns(rule))
-    members = members.withColumns(c["judged"])
+    present = tuple(level_columns(rule))
+    severity, threshold = severity_columns("`_value`", present)
+    low = f"coalesce({level('_aw', present)}, {level('_ac', present)})"
+    judged = select(["*", f"{severity} AS `_sev`", f"{threshold} AS `_thr`", f"{low} AS `_low`"], sub(members))
     if rule.mode == "all":
-        return _all_mode(rule, members, inputs)
-    members = members.withColumn("_all", c["all"]).withColumn("_others", c["others"]).withColumns(c["peer"])
-    return emit(members, rule, inputs, _EXTRA, _outlier_judge)
+        return _all_mode(rule, sub(judged), inputs, present)
+    me = f"CAST({name(rule.member)} AS STRING)"
+    entry = struct({"m": me, "v": "`_value`"})
+    peers = select(["*", f"collect_list(CASE WHEN `_fresh` AND `_value` IS NOT NULL THEN {entry} END) "
+                         f"OVER (PARTITION BY {names(rule.peers_by)}) AS `_all`"], sub(judged))
+    others = select(["*", f"transform(filter(`_all`, e -> e.m <> {me}), e -> e.v) AS `_others`"], sub(peers))
+    compared = select(["*", f"{_combine('`_others`', rule.peer_reduce)} AS `peer_value`",
+                       "size(`_others`) AS `peers`", "size(filter(`_others`, v -> v > `_low`)) AS `peers_above`"],
+                      sub(others))
+
+    def judge(value: str) -> tuple[str, str]:
+        peers_fine = "(`peers` > 0 AND coalesce(`peer_value` <= `_low`, FALSE))"
+        return f"CASE WHEN {peers_fine} THEN `_sev` END", f"CASE WHEN {peers_fine} THEN `_thr` END"
+
+    return emit(sub(compared), rule, inputs, _EXTRA, judge)
 
 
-def _all_mode(rule: PeerRule, members: DataFrame, inputs: tuple[str, ...]) -> DataFrame:
+def _all_mode(rule: PeerRule, members: str, inputs: tuple[str, ...], present: tuple[str, ...]) -> str:
     """One row per peer set: fires when every fresh member (at least min_members) crosses a level."""
-    fresh = F.col("_fresh") & F.col("_value").isNotNull()
+    fresh_value = "(`_fresh` AND `_value` IS NOT NULL)"
     others = [c for c in inputs if c not in rule.peers_by]
     aggs = [
-        F.count(F.when(fresh, True)).alias("peers"),
-        F.count(F.when(fresh & F.col("_sev").isNotNull(), True)).alias("peers_above"),
-        F.count(F.when(fresh & (F.col("_sev") == "critical"), True)).alias("_critical"),
-        F.min(F.when(fresh, F.col("_value"))).alias("_value"),
-        F.max(F.when(fresh, F.col("_aw"))).alias("_aw"),
-        F.max(F.when(fresh, F.col("_ac"))).alias("_ac"),
-        F.max(F.col("_fresh").cast("int")).alias("_has_fresh"),
+        names(rule.peers_by),
+        f"count(CASE WHEN {fresh_value} THEN TRUE END) AS `peers`",
+        f"count(CASE WHEN {fresh_value} AND `_sev` IS NOT NULL THEN TRUE END) AS `peers_above`",
+        f"count(CASE WHEN {fresh_value} AND `_sev` = 'critical' THEN TRUE END) AS `_critical`",
+        f"min(CASE WHEN {fresh_value} THEN `_value` END) AS `_value`",
+        f"max(CASE WHEN {fresh_value} THEN {level('_aw', present)} END) AS `_aw`",
+        f"max(CASE WHEN {fresh_value} THEN {level('_ac', present)} END) AS `_ac`",
+        "max(CAST(`_fresh` AS INT)) AS `_has_fresh`",
     ]
     if others:
-        aggs.append(F.min_by(F.struct(*others), F.when(fresh, F.col("_value"))).alias("_worst"))
-    sets = members.groupBy(*rule.peers_by).agg(*aggs)
-    sets = sets.withColumns({
-        "_fresh": F.col("_has_fresh") == 1, "peer_value": F.col("_value"),
-        **{name: F.col("_worst")[name] for name in others},
-    })
-    everyone = (F.col("peers") >= rule.min_members) & (F.col("peers_above") == F.col("peers"))
-    all_critical = everyone & (F.col("_critical") == F.col("peers"))
+        aggs.append(f"min_by({struct({c: name(c) for c in others})}, CASE WHEN {fresh_value} THEN `_value` END) AS `_worst`")
+    sets = select(aggs, members, group_by=rule.peers_by)
+    sets = select(["* EXCEPT (`_has_fresh`" + (", `_worst`)" if others else ")"), "(`_has_fresh` = 1) AS `_fresh`",
+                   "`_value` AS `peer_value`", *unpack(others, "_worst")], sub(sets))
+    everyone = f"(`peers` >= {rule.min_members} AND `peers_above` = `peers`)"
+    all_critical = f"({everyone} AND `_critical` = `peers`)"
 
-    def judge(value: Column) -> tuple[Column, Column]:
-        severity = F.when(all_critical, F.lit("critical")).when(everyone, F.lit("warning"))
-        threshold = F.when(all_critical, F.col("_ac")).when(everyone, F.coalesce(F.col("_aw"), F.col("_ac")))
+    def judge(value: str) -> tuple[str, str]:
+        severity = f"CASE WHEN {all_critical} THEN 'critical' WHEN {everyone} THEN 'warning' END"
+        threshold = f"CASE WHEN {all_critical} THEN `_ac` WHEN {everyone} THEN coalesce(`_aw`, `_ac`) END"
         return severity, threshold
 
-    return emit(sets, rule, inputs, _EXTRA, judge)
+    return emit(sub(sets), rule, inputs, _EXTRA, judge)

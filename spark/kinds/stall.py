@@ -20,32 +20,49 @@ holds on another value, and breaks it otherwise: exactly the suffix plan_stall f
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
-
-from pyspark.sql import Column, DataFrame, Window
-from pyspark.sql import functions as F
+from datetime import timedelta
 
 from rules.expressions import Expression
 from rules.kinds.stall import StallRule
-from spark.column_cache import per_rule
 from spark.expressions import compile_expression
-from spark.kinds.common import excluded, in_window, newest_of, seconds_between, unpack_newest
+from spark.kinds.common import (
+    Part,
+    in_window,
+    newest_of,
+    not_excluded,
+    renamed,
+    seconds_between,
+    select,
+    sql_type,
+    sub,
+    unpack,
+)
 from spark.kinds.levels import Judge, duration_judge, finish, level_columns
+from spark.sql import NOW, ago, literal, name, names, struct
+
+_RUN = "ARRAY<STRUCT<ts: TIMESTAMP, m: DOUBLE>>"
+_SAMPLES = "ARRAY<STRUCT<ts: TIMESTAMP, v: DOUBLE, w: BOOLEAN, m: DOUBLE>>"
 
 
-def _sample_columns(rule: StallRule, now: datetime) -> dict[str, Column]:
+def _sample_columns(rule: StallRule) -> dict[str, str]:
     """Per sample: the value (_v), while (_w), moving value (_m) and where (_where)."""
     table = rule.table_def
 
-    def compiled(expr: Expression | None, default: bool | None) -> Column:
-        return compile_expression(expr.tree, table, now) if expr is not None else F.lit(default)
+    def compiled(expr: Expression | None, default: bool | None) -> str:
+        return compile_expression(expr.tree, table) if expr is not None else literal(default)
 
     return {
-        "_v": compiled(rule.value, None).cast("double"),
-        "_w": F.coalesce(compiled(rule.while_, True), F.lit(False)),
-        "_m": compiled(rule.moving, None).cast("double"),
-        "_where": F.coalesce(compiled(rule.where, True), F.lit(False)),
+        "_v": f"CAST({compiled(rule.value, None)} AS DOUBLE)",
+        "_w": f"coalesce({compiled(rule.while_, True)}, FALSE)",
+        "_m": f"CAST({compiled(rule.moving, None)} AS DOUBLE)",
+        "_where": f"coalesce({compiled(rule.where, True)}, FALSE)",
     }
+
+
+def _samples(rule: StallRule, source: str, *conditions: str) -> str:
+    """The rows of `source` passing `exclude` and `conditions`, with the sample columns."""
+    computed = [f"{sql} AS {name(column)}" for column, sql in _sample_columns(rule).items()]
+    return select(["*", *computed], source, not_excluded(rule), *conditions)
 
 
 def _judge(rule: StallRule) -> Judge:
@@ -58,107 +75,98 @@ def _carried(rule: StallRule) -> list[str]:
     return [c for c in (*rule.template_inputs(), "_where") if c not in rule.table_def.key]
 
 
-def _window_start(rule: StallRule, now: datetime, stale_after: timedelta) -> datetime:
-    return now - rule.window() - stale_after
+def _window(rule: StallRule, stale_after: timedelta) -> timedelta:
+    """How far back from now the samples are read."""
+    return rule.window() + stale_after
 
 
-def _output(rule: StallRule, series: DataFrame, now: datetime, stale_after: timedelta) -> DataFrame:
+def _output(rule: StallRule, series: str, stale_after: timedelta) -> str:
     """Findings from one row per series holding `_since`, `_last`, `_moves` and the carried columns."""
-    series = series.where(F.col("_where"))
-    stalled = seconds_between("_last", "_since")
+    stalled = seconds_between("`_last`", "`_since`")
     if rule.moving is not None:
-        stalled = F.when(F.col("_moves") > 1, stalled)
-    series = series.withColumns({
-        "_fresh": F.col("_last") >= F.lit(now - stale_after),
-        "_value": stalled,
-        **level_columns(rule, now),
-    })
-    return finish(series, rule, rule.template_inputs(), judge=_judge(rule))
+        stalled = f"CASE WHEN `_moves` > 1 THEN {stalled} END"
+    computed = {"_fresh": f"(`_last` >= {ago(stale_after)})", "_value": stalled, **level_columns(rule)}
+    rows = select(["*", *(f"{sql} AS {name(column)}" for column, sql in computed.items())], series, "`_where`")
+    return finish(sub(rows), rule, rule.template_inputs(), judge=_judge(rule))
 
 
-def plan_stall(rule: StallRule, df: DataFrame, now: datetime, stale_after: timedelta) -> DataFrame:
-    """Reference: findings of `rule` over the table window `df`, in the normalised output shape."""
-    key = rule.table_def.key
-    rows = excluded(in_window(df, _window_start(rule, now, stale_after), now), rule)
-    rows = rows.withColumns(per_rule(rule, "stall-samples", lambda: _sample_columns(rule, now)))
-    series_window = Window.partitionBy(*key)
-    current = F.max_by("_v", "ts").over(series_window)
-    broken = ~F.col("_v").eqNullSafe(current) | ~F.col("_w")
-    rows = rows.withColumn("_broken_at", F.max(F.when(broken, F.col("ts"))).over(series_window))
-    in_stall = F.col("_broken_at").isNull() | (F.col("ts") > F.col("_broken_at"))
+def plan_stall(rule: StallRule, source: str, stale_after: timedelta) -> str:
+    """Reference: findings of `rule` over the table window `source`, in the normalised output shape."""
+    key = names(rule.table_def.key)
+    rows = _samples(rule, source, in_window(_window(rule, stale_after)))
+    rows = select(["*", f"max_by(`_v`, `ts`) OVER (PARTITION BY {key}) AS `_current`"], sub(rows))
+    broken = "(NOT (`_v` <=> `_current`) OR NOT `_w`)"
+    rows = select(["*", f"max(CASE WHEN {broken} THEN `ts` END) OVER (PARTITION BY {key}) AS `_broken_at`"], sub(rows))
+    in_stall = "(`_broken_at` IS NULL OR `ts` > `_broken_at`)"
     carried = _carried(rule)
-    series = rows.groupBy(*key).agg(
-        F.min(F.when(in_stall, F.col("ts"))).alias("_since"),
-        F.max("ts").alias("_last"),
-        F.count_distinct(F.when(in_stall, F.col("_m"))).alias("_moves"),
+    series = select([
+        key,
+        f"min(CASE WHEN {in_stall} THEN `ts` END) AS `_since`",
+        "max(`ts`) AS `_last`",
+        f"count(DISTINCT CASE WHEN {in_stall} THEN `_m` END) AS `_moves`",
         newest_of(carried),
-    )
-    return _output(rule, unpack_newest(series, carried), now, stale_after)
+    ], sub(rows), group_by=rule.table_def.key)
+    return _output(rule, sub(select(["* EXCEPT (`_newest`)", *unpack(carried)], sub(series))), stale_after)
 
 
-_RUN = "array<struct<ts:timestamp,m:double>>"
-
-
-def _next_run(acc: Column, x: Column) -> Column:
+def _next_run(acc: str, x: str) -> str:
     """The run after sample `x`: extended, restarted on a new value, or broken (`while` false)."""
-    entry = F.array(F.struct(x["ts"].alias("ts"), x["m"].alias("m")))
-    extend = x["w"] & x["v"].eqNullSafe(acc["v"]) & acc["ok"]
-    return (F.when(extend, F.struct(acc["v"].alias("v"), acc["ok"].alias("ok"),
-                                    F.concat(acc["run"], entry).alias("run")))
-            .when(x["w"], F.struct(x["v"].alias("v"), F.lit(True).alias("ok"), entry.alias("run")))
-            .otherwise(F.struct(x["v"].alias("v"), F.lit(False).alias("ok"),
-                                F.array().cast(_RUN).alias("run"))))
+    entry = f"array({struct({'ts': f'{x}.ts', 'm': f'{x}.m'})})"
+    extend = f"({x}.w AND ({x}.v <=> {acc}.v) AND {acc}.ok)"
+    return (f"CASE WHEN {extend} THEN {struct({'v': f'{acc}.v', 'ok': f'{acc}.ok', 'run': f'concat({acc}.run, {entry})'})} "
+            f"WHEN {x}.w THEN {struct({'v': f'{x}.v', 'ok': 'TRUE', 'run': entry})} "
+            f"ELSE {struct({'v': f'{x}.v', 'ok': 'FALSE', 'run': f'CAST(array() AS {_RUN})'})} END")
 
 
-def fold_stall(rule: StallRule, state: DataFrame | None, rows: DataFrame, now: datetime,
-               stale_after: timedelta, partitions: int) -> DataFrame:
-    """The kept runs after folding `rows` (samples newer than every kept one) into `state`."""
-    key = list(rule.table_def.key)
+def part_stall(rule: StallRule, prefix: str, stale_after: timedelta) -> Part:
+    """The rule's runs in a frame of the table's series (prefix_ + the names judge_stall reads): the newest
+    matching sample's carried columns, its time (_last) and the run (_rv, _rok, _run), folded sample
+    by sample (_next_run)."""
+    table = rule.table_def
     carried = _carried(rule)
-    start = _window_start(rule, now, stale_after)
-    new = excluded(rows, rule).withColumns(per_rule(rule, "stall-samples", lambda: _sample_columns(rule, now)))
-    new = new.groupBy(*key).agg(
-        F.array_sort(F.collect_list(F.struct(F.col("ts").alias("ts"), F.col("_v").alias("v"),
-                                             F.col("_w").alias("w"), F.col("_m").alias("m")))).alias("_new"),
-        F.max("ts").alias("_new_last"),
-        newest_of(carried, "_new_newest"),
+    start = ago(_window(rule, stale_after))
+
+    def col(c: str) -> str:
+        return name(prefix + c)
+
+    sample = struct({"ts": "`ts`", "v": col("_v"), "w": col("_w"), "m": col("_m")})
+    ok = col("_ok")
+    begin = struct({"v": f"s.{col('_rv')}", "ok": f"coalesce(s.{col('_rok')}, FALSE)",
+                    "run": f"coalesce(s.{col('_run')}, CAST(array() AS {_RUN}))"})
+    run = f"aggregate(coalesce(n.{col('_new')}, CAST(array() AS {_SAMPLES})), {begin}, (acc, x) -> {_next_run('acc', 'x')})"
+    return Part(
+        key=table.key,
+        types={**{prefix + c: "BOOLEAN" if c == "_where" else sql_type(table, c) for c in carried},
+               prefix + "_last": "TIMESTAMP", prefix + "_rv": "DOUBLE", prefix + "_rok": "BOOLEAN", prefix + "_run": _RUN},
+        rows={prefix + "_ok": not_excluded(rule), **{prefix + c: sql for c, sql in _sample_columns(rule).items()}},
+        new={
+            prefix + "_new": f"array_sort(collect_list(CASE WHEN {ok} THEN {sample} END))",
+            prefix + "_new_last": f"max(CASE WHEN {ok} THEN `ts` END)",
+            prefix + "_new_newest": f"max_by(CASE WHEN {ok} THEN {struct({c: col(c) if c == '_where' else name(c) for c in carried})} "
+                                    f"END, CASE WHEN {ok} THEN `ts` END)",
+        },
+        fold={
+            **{prefix + c: f"CASE WHEN n.{col('_new_last')} IS NOT NULL THEN n.{col('_new_newest')}.{name(c)} "
+                           f"ELSE s.{col(c)} END" for c in carried},
+            prefix + "_last": f"greatest(s.{col('_last')}, n.{col('_new_last')})",
+            prefix + "_fold": run,
+        },
+        finish={prefix + "_rv": f"{col('_fold')}.v", prefix + "_rok": f"{col('_fold')}.ok",
+                prefix + "_run": f"filter({col('_fold')}.run, e -> e.ts >= {start})"},
+        # A series with no sample left in the window is gone (the reference no longer reads it).
+        alive=f"{col('_last')} >= {start}",
+        view=lambda frame: sub(select([names(table.key), *renamed(prefix, [*carried, "_last", "_rv", "_rok", "_run"])],
+                                      frame, f"{col('_last')} IS NOT NULL")),
     )
-    if state is None:
-        state = new.sparkSession.createDataFrame([], _state_schema(rule, new))
-    joined = state.coalesce(partitions).join(new.coalesce(partitions), key, "full_outer")
-    begin = F.struct(F.col("_rv").alias("v"), F.coalesce(F.col("_rok"), F.lit(False)).alias("ok"),
-                     F.coalesce(F.col("_run"), F.array().cast(_RUN)).alias("run"))
-    run = F.aggregate(F.coalesce(F.col("_new"), F.array().cast("array<struct<ts:timestamp,v:double,w:boolean,"
-                                                                "m:double>>")), begin, _next_run)
-    has_new = F.col("_new_last").isNotNull()
-    folded = joined.withColumn("_fold", run).select(
-        *key,
-        *[F.when(has_new, F.col("_new_newest")[c]).otherwise(F.col(c)).alias(c) for c in carried],
-        F.greatest("_last", "_new_last").alias("_last"),
-        F.col("_fold")["v"].alias("_rv"),
-        F.col("_fold")["ok"].alias("_rok"),
-        F.filter(F.col("_fold")["run"], lambda e: e["ts"] >= F.lit(start)).alias("_run"),
-    )
-    # A series with no sample left in the window is gone (the reference no longer reads it).
-    return folded.where(F.col("_last") >= F.lit(start))
 
 
-def _state_schema(rule: StallRule, new: DataFrame) -> str:
-    """The DDL of an empty state frame, typed like the one fold_stall builds."""
-    fields = {f.name: f.dataType.simpleString() for f in new.schema.fields}
-    newest = {f.name: f.dataType.simpleString() for f in new.schema["_new_newest"].dataType.fields}
-    columns = [f"`{c}` {fields[c]}" for c in rule.table_def.key]
-    columns += [f"`{c}` {newest[c]}" for c in _carried(rule)]
-    columns += ["_last timestamp", "_rv double", "_rok boolean", f"_run {_RUN}"]
-    return ", ".join(columns)
-
-
-def judge_stall(rule: StallRule, state: DataFrame, now: datetime, stale_after: timedelta) -> DataFrame:
+def judge_stall(rule: StallRule, state: str, stale_after: timedelta) -> str:
     """Findings of `rule` from its kept runs: the same as plan_stall's over the window."""
-    start = _window_start(rule, now, stale_after)
-    run = F.filter(F.col("_run"), lambda e: e["ts"] >= F.lit(start))
-    series = state.where((F.col("_last") >= F.lit(start)) & (F.col("_last") <= F.lit(now))).withColumns({
-        "_since": F.when(F.col("_rok"), F.array_min(F.transform(run, lambda e: e["ts"]))),
-        "_moves": F.size(F.array_distinct(F.filter(F.transform(run, lambda e: e["m"]), lambda m: m.isNotNull()))),
-    })
-    return _output(rule, series, now, stale_after)
+    start = ago(_window(rule, stale_after))
+    run = f"filter(`_run`, e -> e.ts >= {start})"
+    series = select([
+        "*",
+        f"CASE WHEN `_rok` THEN array_min(transform({run}, e -> e.ts)) END AS `_since`",
+        f"size(array_distinct(filter(transform({run}, e -> e.m), m -> m IS NOT NULL))) AS `_moves`",
+    ], state, f"`_last` >= {start}", f"`_last` <= {NOW}")
+    return _output(rule, sub(series), stale_after)

@@ -16,29 +16,29 @@ Semantics (what an operator can rely on):
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
-
-from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
+from datetime import timedelta
 
 from rules.kinds.threshold import ThresholdRule
 from spark.expressions import compile_expression
-from spark.kinds.common import excluded, in_lookback, newest_per_series
+from spark.kinds.common import fresh, in_lookback, newest_per_series, not_excluded, select, sub, true
 from spark.kinds.levels import finish, level_columns
 
 
-def plan_threshold(rule: ThresholdRule, df: DataFrame, now: datetime, stale_after: timedelta) -> DataFrame:
-    """Findings of `rule` over the table window `df`, in the normalised output shape."""
+def plan_threshold(rule: ThresholdRule, source: str, stale_after: timedelta, one_row_per_series: bool = False) -> str:
+    """Findings of `rule` over the rows of `source` (the table window, or each series' newest row
+    when `one_row_per_series`), in the normalised output shape."""
     table = rule.table_def
-    # exclude judges the newest sample of a series, as the fused plan does (spark/kinds/fused.py).
-    rows = excluded(newest_per_series(in_lookback(df, now, stale_after), table.key), rule)
-    if rule.where is not None:
-        rows = rows.where(F.coalesce(compile_expression(rule.where.tree, table, now), F.lit(False)))
-    # One withColumns, not one withColumn each: every call is an analysis round trip to the JVM,
-    # and building the plan cost as much as running it on a small store.
+    if one_row_per_series:
+        newest = select(["*"], source, in_lookback(stale_after))
+    else:
+        newest = newest_per_series(source, table.key, in_lookback(stale_after))
+    # exclude and where judge the newest sample of a series, as the fused plan does (spark/kinds/fused.py).
+    where = compile_expression(rule.where.tree, table) if rule.where is not None else None
     computed = {
-        "_fresh": F.col("ts") >= F.lit(now - stale_after),
-        "_value": compile_expression(rule.value.tree, table, now).cast("double"),
-        **level_columns(rule, now),
+        "_fresh": fresh(stale_after),
+        "_value": f"CAST({compile_expression(rule.value.tree, table)} AS DOUBLE)",
+        **level_columns(rule),
     }
-    return finish(rows.withColumns(computed), rule, rule.template_inputs())
+    rows = select(["*", *(f"{sql} AS `{column}`" for column, sql in computed.items())], sub(newest),
+                  not_excluded(rule), true(where))
+    return finish(sub(rows), rule, rule.template_inputs())

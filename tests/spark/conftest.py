@@ -45,7 +45,9 @@ def evaluate(spark: Any, tmp_path: Path) -> Callable[..., list[Finding]]:
         path.write_text(rule_yaml(*rules))
         loaded = load_rule_files([path]).rules
         reference = evaluate_reference(spark, tmp_path / "store", loaded, now, stale_after)
-        incremental = Evaluator(spark, tmp_path / "store").evaluate(loaded, now, stale_after)
+        evaluator = Evaluator(spark, tmp_path / "store")
+        incremental = evaluator.evaluate(loaded, now, stale_after)
+        assert not evaluator.last_cycle.startswith("failed"), evaluator.last_cycle  # not the reference's findings
         assert comparable(incremental) == comparable(reference), "the kept state judged otherwise than the window"
         return reference
 

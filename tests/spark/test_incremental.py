@@ -265,6 +265,13 @@ def test_kept_evaluator_agrees_with_reference_at_every_cycle(walked: Walk) -> No
     assert not walked.mismatches, _report(walked.mismatches, walked)
 
 
+def test_every_cycle_is_judged_from_kept_state(walked: Walk) -> None:
+    # A fold that fails falls back to the reference path, whose findings agree by construction: the
+    # tests above would pass with the kept state never used.
+    failed = [(n, account) for n, account in enumerate(walked.accounts, start=1) if account.startswith("failed")]
+    assert not failed, f"evaluations judged from the full window after a failed fold (seed {walked.seed}): {failed}"
+
+
 def test_restarted_evaluator_agrees_with_reference(walked: Walk) -> None:
     assert any(p.restart for p in walked.points)
     assert not walked.mismatches_after_restart, _report(walked.mismatches_after_restart, walked)

@@ -1,9 +1,10 @@
-"""Each series' newest row, kept between cycles (CycleState.newest), judges as the window does."""
+"""Each series' newest row, kept between cycles (spark/frames.py), judges as the window does."""
 
 from pathlib import Path
 
 from rules.loader import load_rule_files
 from spark.evaluate import Evaluator
+from spark.frames import plan_frames
 from spark.reference import evaluate_reference
 from tests.spark.kind_samples import NOW, STALE, at, comparable, cq_row, rule_yaml
 
@@ -36,7 +37,8 @@ def test_a_row_written_twice_is_still_one_finding(spark, write, tmp_path):
     found = comparable(evaluator.evaluate(rules, NOW, STALE))
     assert found == comparable(evaluate_reference(spark, root, rules, NOW, STALE))
     assert [rule for rule, *_ in found] == ["GroupLagging", "Lagging", "Stalled"]
-    assert evaluator.state.frames.newest["consumer_queue"].count() == 2  # one row per series
+    (frame,) = [f for f in plan_frames(rules, STALE).values() if f.source == "consumer_queue"]
+    assert evaluator.state.frames.frames[frame.id].count() == 2  # one row per series
 
 
 def test_a_series_gone_quiet_keeps_its_older_row(spark, write, tmp_path):

@@ -200,13 +200,10 @@ def test_exclude_override_and_empty_store(spark, scenario, tmp_path):
 
 
 def test_fused_pass_gives_the_same_findings_as_one_plan_per_rule(spark, scenario, findings, tmp_path):
-    from functools import reduce
-
-    from pyspark.sql import DataFrame
-
     from rules.tables import PROCESS_QUEUE
     from spark.kinds.threshold import plan_threshold
     from spark.render import to_finding
+    from spark.sql import run, union_all
     from spark.store_reader import read_window
 
     rules_dir = tmp_path / "rules"
@@ -215,8 +212,9 @@ def test_fused_pass_gives_the_same_findings_as_one_plan_per_rule(spark, scenario
     rules = [r for r in load_rule_files(["builtin", rules_dir]).rules
              if r.alert == "ProcessQueueSpanTooLong" or r.alert in CUSTOM_RULES]
     window = read_window(spark, scenario.root, PROCESS_QUEUE, NOW - timedelta(minutes=10), NOW)
-    plans = [plan_threshold(r, window, NOW, STALE) for r in rules if r.table == "process_queue"]
+    plans = [plan_threshold(r, "{window}", STALE) for r in rules if r.table == "process_queue"]
     by_name = {r.alert: r for r in rules}
-    one_by_one = [to_finding(by_name[row["rule"]], row.asDict()) for row in reduce(DataFrame.unionByName, plans).collect()]
+    one_by_one = [to_finding(by_name[row["rule"]], row.asDict())
+                  for row in run(spark, union_all(plans), NOW, window=window).collect()]
     one_by_one.sort(key=lambda f: (f.rule, sorted(f.labels.items())))
     assert one_by_one == findings and len(findings) > 10

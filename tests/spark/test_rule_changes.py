@@ -1,4 +1,4 @@
-"""Columns kept between cycles (spark/column_cache.py) never outlive what they were built from.
+"""What one process evaluates never outlives the rules it was built from.
 
 One process evaluates the same store again after an operator edits a rule, after the global
 stale_after changes, and at a later `now` for a rule reading now(): each evaluation must give
