@@ -65,9 +65,9 @@ CRASH = "broker-crash"
 # the consequences its rules' `explains:` links name, the slowest a stall: OVER_OVERRIDES).
 EXPECTED: dict[str, frozenset[str]] = {
     "stuck-consumer": frozenset({"ProcessQueueSpanTooLong", "ConsumptionBlocked", "StuckMessage",
-                                 "ConsumerOffsetStalled", "ConsumeDelayHigh"}),
+                                 "ConsumerOffsetStalled", "ConsumeDelayHigh", "OneGroupLagging"}),
     "stuck-far-apart": frozenset({"ProcessQueueSpanTooLong", "ConsumptionBlocked", "StuckMessage",
-                                  "ConsumerOffsetStalled", "ConsumeDelayHigh"}),
+                                  "ConsumerOffsetStalled", "ConsumeDelayHigh", "OneGroupLagging"}),
     "blocked-consumer": frozenset({"ConsumptionBlocked", "ProcessQueueCachedCountHigh", "StuckMessage",
                                    "ConsumerOffsetStalled", "ConsumeDelayHigh", "OneGroupLagging"}),
     "group-offline": frozenset({"ConsumerGroupOffline", "OneGroupLagging", "ConsumeDelayHigh",
@@ -97,6 +97,11 @@ FOR_OVERRIDES: dict[str, str] = {
     "CollectionDegraded": "30s",
 }
 OVER_OVERRIDES: dict[str, str] = {"StuckMessage": "45s", "ConsumerOffsetStalled": "75s"}
+# Levels crossed by what grows with the clock once a queue stops (the consume delay, an age; the lag,
+# at the simulated write rate) are a quarter of the built-in ones too: at the built-in levels these
+# two rules fired 4-6 minutes into the run, last of all.
+ABOVE_OVERRIDES: dict[str, str] = {"ConsumeDelayHigh": "{warning: 75, critical: 450}",
+                                   "OneGroupLagging": "{warning: 2500, critical: 25000}"}
 
 # The notify settings before issue 36: one group per rule and consumer group, and a critical
 # broker-side alert muting the consumer-side ones on its broker (the old default inhibit rule).
@@ -254,8 +259,11 @@ def daemon_config(tmp: Path, sims: dict[str, SimulatorThread], receivers: Receiv
                   notify: str = "") -> Path:
     """One cluster per scenario, 3 s cycles, the rules' holds shortened, `notify` settings (default: none)."""
     clusters = "".join(f'  - {{name: {name}, namesrv: ["{sim.namesrv_addr}"]}}\n' for name, sim in sims.items())
-    overrides = "".join(f"  {rule}: {{for: {hold}}}\n" for rule, hold in FOR_OVERRIDES.items()) + "".join(
-        f"  {rule}: {{over: {window}}}\n" for rule, window in OVER_OVERRIDES.items())
+    fields: dict[str, list[str]] = {}
+    for setting, values in (("for", FOR_OVERRIDES), ("over", OVER_OVERRIDES), ("above", ABOVE_OVERRIDES)):
+        for rule, value in values.items():
+            fields.setdefault(rule, []).append(f"{setting}: {value}")
+    overrides = "".join(f"  {rule}: {{{', '.join(items)}}}\n" for rule, items in fields.items())
     path = tmp / "rocketwatch.yaml"
     path.write_text(
         f"""clusters:
