@@ -113,8 +113,9 @@ def _markdown(result: dict) -> str:
           "From the first failed collection to firing is the rule's `for: 1m` plus the evaluations that "
           "judge it: the alert turns pending at the first evaluation that reads a failed cycle and fires "
           "at the first one a minute later, each taking the evaluate time above, every 30 s. "
-          "The daemon's evaluation competes for the 2 cores with its own collection and with the simulator "
-          "(in the benchmark's process), so it is slower here than in bench/scale.py.\n")
+          "Evaluations run half an interval after the collections (daemon/app/jobs.py evaluate_offset), so "
+          "the first failed cycle is read about 15 s after it is collected and no evaluation shares the cores "
+          "with a collection; it still shares them with the simulator (in the benchmark's process).\n")
 
 
 def main() -> None:

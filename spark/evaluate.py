@@ -37,8 +37,8 @@ from rules.findings import Finding
 from rules.kinds.base import RuleBase
 from rules.tables import TABLES
 from spark.codegen import cycle_settings
-from spark.kinds import KINDS
 from spark.frames import NEWEST, fold_statement, plan_frames
+from spark.kinds import KINDS
 from spark.kinds.common import OUTPUT_COLUMNS
 from spark.kinds.fused import fusable, plan_fused
 from spark.reference import collect_findings, needed, plan_reference, sources, union_plan

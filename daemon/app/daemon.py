@@ -7,7 +7,7 @@ import logging
 import signal
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -24,7 +24,15 @@ from daemon.alerts.tracker import AlertTracker
 from daemon.alerts.value_history import ValueHistory
 from daemon.app.cycles import CycleRecord, CycleStats
 from daemon.app.http_view import HttpView
-from daemon.app.jobs import DISPATCH, EVALUATE, MAINTAIN, collect_job_id, job_intervals, run_slot
+from daemon.app.jobs import (
+    DISPATCH,
+    EVALUATE,
+    MAINTAIN,
+    collect_job_id,
+    evaluate_offset,
+    job_intervals,
+    run_slot,
+)
 from daemon.app.lifecycle import StopWork, shutdown
 from daemon.app.metrics import DaemonMetrics
 from daemon.app.reloader import Candidate, NotifyState, ReloadOutcome, ReloadRejected, prepare
@@ -228,7 +236,8 @@ class Daemon:
         intervals = job_intervals(self.config)
         for cluster in self.config.clusters:
             self._add_collect_job(cluster, first)
-        for job_id, run, start in ((EVALUATE, self._evaluate_on_schedule, first), (DISPATCH, self.dispatch_once, None),
+        for job_id, run, start in ((EVALUATE, self._evaluate_on_schedule, first + evaluate_offset(self.config)),
+                                   (DISPATCH, self.dispatch_once, None),
                                    (MAINTAIN, self.maintain_once, first)):
             self.scheduler.add_job(
                 self._tracked, "interval", args=[run], id=job_id, seconds=intervals[job_id].total_seconds(),
@@ -305,10 +314,21 @@ class Daemon:
                 self._add_collect_job(cluster, utcnow())
             elif previous[cluster.name] != cluster:
                 self.scheduler.modify_job(job_id, args=[self.collect_once, cluster])
-        for job_id, interval in after.items():
-            if job_id in before and before[job_id] != interval:
-                # The next run comes one new interval from now.
-                self.scheduler.reschedule_job(job_id, trigger="interval", seconds=interval.total_seconds())
+        changed = [job_id for job_id, interval in after.items() if job_id in before and before[job_id] != interval]
+        for job_id in changed:
+            # The next run comes one new interval from now.
+            self.scheduler.reschedule_job(job_id, trigger="interval", seconds=after[job_id].total_seconds())
+        if any(job_id == EVALUATE or job_id.startswith(collect_job_id("")) for job_id in changed):
+            self._phase_evaluations(new, kept=before.keys())
+
+    def _phase_evaluations(self, config: RocketwatchConfig, kept: Iterable[str]) -> None:
+        """Evaluations from now on run evaluate_offset after the next collection of the clusters
+        collected before the reload (a cluster added by it is collected at once, off the cadence)."""
+        jobs = [self.scheduler.get_job(job_id) for job_id in kept if job_id.startswith(collect_job_id(""))]
+        collections = [job.next_run_time for job in jobs if job is not None and job.next_run_time is not None]
+        start = min(collections, default=utcnow()) + evaluate_offset(config)
+        self.scheduler.reschedule_job(EVALUATE, trigger="interval", seconds=config.evaluate.interval.total_seconds(),
+                                      start_date=start)
 
     def _replace_listeners(self, listeners: list[SlackActionListener]) -> None:
         old, self._slack_listeners = self._slack_listeners, listeners

@@ -173,6 +173,9 @@ def test_intervals_clusters_and_restart_settings_take_effect_in_the_running_sche
             before = schedule(daemon)
             tracker, outbox = daemon.tracker, daemon.outbox
             assert set(before) == {"collect:prod", "collect:qa", "evaluate", "dispatch", "maintain"}
+            # Evaluations run half their interval after the collections: each reads a finished cycle
+            # and does not share the cores with the next collection.
+            assert before["evaluate"][1] - before["collect:prod"][1] == before["evaluate"][0] / 2
             config_path.write_text(config_text(
                 tmp_path, collect="5s", evaluate="15s", notify="2s", partitions="8", port="9999",
                 clusters='  - {name: prod, namesrv: ["127.0.0.1:9880"]}\n  - {name: stage, namesrv: ["127.0.0.1:9878"]}',
@@ -197,11 +200,15 @@ def test_intervals_clusters_and_restart_settings_take_effect_in_the_running_sche
             # The scheduler runs the new cadence, from the reload on; the untouched job kept its own.
             after = schedule(daemon)
             assert set(after) == {"collect:prod", "collect:stage", "evaluate", "dispatch", "maintain"}
-            for job, seconds in (("collect:prod", 5), ("evaluate", 15), ("dispatch", 2), ("collect:stage", 5)):
+            for job, seconds in (("collect:prod", 5), ("dispatch", 2), ("collect:stage", 5)):
                 interval, next_run = after[job]
                 assert interval == timedelta(seconds=seconds), job
                 if job != "collect:stage":
                     assert asked + interval <= next_run <= answered + interval, job
+            # Evaluations keep their place between collections at the new cadence.
+            interval, next_run = after["evaluate"]
+            assert interval == timedelta(seconds=15)
+            assert next_run - after["collect:prod"][1] == interval / 2
             assert asked <= after["collect:stage"][1] <= answered  # a new cluster is collected at once
             assert after["maintain"] == before["maintain"]
             # The collect job carries the cluster's new addresses.
