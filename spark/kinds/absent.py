@@ -12,29 +12,21 @@ from __future__ import annotations
 from datetime import timedelta
 
 from rules.kinds.absent import AbsentRule
-from spark.expressions import compile_expression
 from spark.kinds.common import (
     Part,
     columns_read,
     in_window,
     newest_of,
-    not_excluded,
     renamed,
+    sample_conditions,
     seconds_between,
     select,
     sql_type,
     sub,
-    true,
     unpack,
 )
 from spark.kinds.levels import duration_judge, emit
 from spark.sql import NOW, ago, literal, name, names, struct
-
-
-def _matching(rule: AbsentRule) -> list[str]:
-    """Conditions of a sample: `exclude` and `where`."""
-    where = compile_expression(rule.where.tree, rule.table_def) if rule.where is not None else None
-    return [not_excluded(rule), true(where)]
 
 
 def plan_absent(rule: AbsentRule, source: str, stale_after: timedelta) -> str:
@@ -42,7 +34,7 @@ def plan_absent(rule: AbsentRule, source: str, stale_after: timedelta) -> str:
     inputs = rule.template_inputs()
     carried = [c for c in inputs if c not in rule.group_by]
     groups = select([names(rule.group_by), "max(`ts`) AS `_last`", newest_of(carried)], source,
-                    in_window(rule.over), *_matching(rule), group_by=rule.group_by)
+                    in_window(rule.over), *sample_conditions(rule), group_by=rule.group_by)
     groups = select([names(rule.group_by), "`_last`", *unpack(carried), "TRUE AS `_fresh`",
                      f"{seconds_between(NOW, '`_last`')} AS `_value`"], sub(groups))
     # Strictly older than stale_after: a sample exactly stale_after old still counts as fresh elsewhere.
@@ -68,7 +60,7 @@ def part_absent(rule: AbsentRule, prefix: str, stale_after: timedelta) -> Part:
     return Part(
         key=by,
         types={prefix + "ts": "TIMESTAMP", **{prefix + c: sql_type(table, c) for c in columns}},
-        rows={prefix + "_ok": " AND ".join(_matching(rule))},
+        rows={prefix + "_ok": " AND ".join(sample_conditions(rule))},
         new={prefix + "_new_ts": f"max(CASE WHEN {ok} THEN `ts` END)",
              prefix + "_new_row": f"max_by(CASE WHEN {ok} THEN {struct({c: name(c) for c in columns})} END, "
                                   f"CASE WHEN {ok} THEN `ts` END)"},

@@ -14,6 +14,7 @@ from datetime import timedelta
 from rules.expressions import columns_used
 from rules.kinds.base import RuleBase
 from rules.tables import STRING, Table
+from spark.expressions import compile_expression
 from spark.schema import SQL_TYPES
 from spark.sql import NOW, ago, literal, name, names, string_map, struct
 
@@ -57,6 +58,13 @@ def not_excluded(rule: RuleBase) -> str:
     terms = [f"NOT coalesce(CAST({name(column)} AS STRING) RLIKE {literal(f'^(?:{pattern})$')}, FALSE)"
              for column, pattern in rule.exclude.items()]
     return " AND ".join(terms) if terms else "TRUE"
+
+
+def sample_conditions(rule: RuleBase) -> list[str]:
+    """Conditions a sample meets to count for a rule with `exclude` and an optional `where` (growth, absent)."""
+    where = getattr(rule, "where", None)
+    compiled = compile_expression(where.tree, rule.table_def) if where is not None else None
+    return [not_excluded(rule), true(compiled)]
 
 
 def where(*conditions: str) -> str:

@@ -28,22 +28,15 @@ from spark.kinds.common import (
     fresh,
     in_window,
     newest_of,
-    not_excluded,
+    sample_conditions,
     seconds_between,
     select,
     sql_type,
     sub,
-    true,
     unpack,
 )
 from spark.kinds.levels import finish, level_columns
 from spark.sql import ago, name, names, struct
-
-
-def _matching(rule: GrowthRule) -> list[str]:
-    """Conditions of a sample: `exclude` and `where`."""
-    where = compile_expression(rule.where.tree, rule.table_def) if rule.where is not None else None
-    return [not_excluded(rule), true(where)]
 
 
 def plan_growth(rule: GrowthRule, source: str, stale_after: timedelta) -> str:
@@ -51,7 +44,7 @@ def plan_growth(rule: GrowthRule, source: str, stale_after: timedelta) -> str:
     key = rule.table_def.key
     sample = {"_v": f"CAST({compile_expression(rule.value.tree, rule.table_def)} AS DOUBLE)", **level_columns(rule)}
     rows = select(["*", *(f"{sql} AS {name(column)}" for column, sql in sample.items())], source,
-                  in_window(rule.over), *_matching(rule))
+                  in_window(rule.over), *sample_conditions(rule))
     if rule.counter:
         previous = f"lag(`_v`) OVER (PARTITION BY {names(key)} ORDER BY `ts`)"
         rows = select(["*", f"{previous} AS `_previous`"], sub(rows))
@@ -84,7 +77,7 @@ def part_growth(rule: GrowthRule, prefix: str, stale_after: timedelta) -> Part:
     return Part(
         key=table.key,
         types={prefix + "_samples": samples},
-        rows={prefix + "_ok": " AND ".join(_matching(rule))},
+        rows={prefix + "_ok": " AND ".join(sample_conditions(rule))},
         new={prefix + "_new": f"array_sort(collect_list(CASE WHEN {ok} THEN {struct({c: name(c) for c in ['ts', *columns]})} END))"},
         fold={prefix + "_samples": f"filter(concat(coalesce(s.{kept}, CAST(array() AS {samples})), "
                                    f"coalesce(n.{new}, CAST(array() AS {samples}))), e -> e.ts >= {ago(rule.over)})"},
