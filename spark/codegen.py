@@ -4,13 +4,13 @@
   literals, and Spark writes them into the generated source, so each cycle's code would be new:
   Janino compiles it again and the JIT compiles the new classes again, on the same two cores as
   the evaluation. Plans over kept state are small; compiling them saves less than it costs.
-- A steady cycle's expressions are interpreted too (projections, predicates, orderings:
-  `codegen.factoryMode`), for the same reason: generated, every steady cycle of the built-in pack
-  compiled 50 new classes (Spark's CodegenMetrics), and at 160k series the JIT's compiler thread
-  was busy for ~96 s of a 124 s profile (JFR, a loaded machine), on one of the two cores.
-  Interpreted, the same Java classes run every cycle and stay compiled: at 16k series the JVM's
-  CPU per steady cycle fell from 5.3-5.6 s to 3.7-4.0 s. A rebuild folds the whole window once:
-  there, compiling pays (16k series: 7.1-7.5 s generated, 10.8-12.2 s interpreted).
+- A small steady cycle's expressions are interpreted too (projections, predicates, orderings:
+  `codegen.factoryMode`), for the same reason: generated, every steady cycle compiles its classes
+  anew, a fixed cost of ~0.5 s at 16 series (1.83 s against 1.33 s per cycle). The
+  interpreter's cost grows with the rows instead: from ~16k queue series on, generated code is as
+  fast, and at 160k it is much faster (4.24 s against 6.56 s, frames serialized), so cycles that
+  bring many rows, and every rebuild, generate (spark/evaluate.py GENERATED_MIN_ROWS). The engine
+  before SQL-text plans measured interpreted faster at 16k (JVM CPU 3.7-4.0 s against 5.3-5.6 s).
 - No broadcast joins: each broadcast is a Spark job of its own, and every kept frame is one
   partition (a COALESCE hint in every fold), so a sort-merge join of two of them needs no shuffle.
 - No constraint propagation: a kept frame is a local checkpoint (a LogicalRDD), which carries the

@@ -42,6 +42,7 @@ from spark.kinds import KINDS
 from spark.kinds.common import OUTPUT_COLUMNS
 from spark.kinds.fused import fusable, plan_fused
 from spark.reference import collect_findings, needed, plan_reference, sources, union_plan
+from spark.sizing import Sizing
 from spark.sql import Views, run
 from spark.state import CycleState, Frames, checkpoint
 from spark.store_layout import Commit, CommitLog
@@ -49,24 +50,6 @@ from spark.store_reader import as_utc, read_commits
 from spark.views import VIEW_DEFS, compute_view
 
 log = logging.getLogger(__name__)
-
-# A cycle whose new rows hold at most this many rows per table keeps every frame in one partition
-# (a steady cycle up to ~1M queue series: one collection cycle). Bigger folds, a rebuild over a
-# big window, are spread over one partition per PARTITION_ROWS rows of the biggest table: at 160k
-# queue series a rebuild folds 5M rows per table, and one partition each ran the 1 GiB heap out.
-ONE_PARTITION_MAX_ROWS = 1_000_000
-PARTITION_ROWS = 500_000
-
-
-def partitions_for(commits: Sequence[Commit]) -> int:
-    """How many partitions each kept frame gets when `commits` are folded (1 for a steady cycle)."""
-    rows: dict[str, int] = defaultdict(int)
-    for commit in commits:
-        for table, count in commit.rows.items():
-            rows[table] += count
-    biggest = max(rows.values(), default=0)
-    return 1 if biggest <= ONE_PARTITION_MAX_ROWS else -(-biggest // PARTITION_ROWS)
-
 
 def keeps_state(rule: RuleBase) -> bool:
     """Whether the rule is judged from kept state: not when an expression folded ahead of its
@@ -84,15 +67,17 @@ def _signature(rules: Sequence[RuleBase], stale_after: timedelta) -> str:
 class Evaluator:
     """Evaluates rules cycle after cycle, keeping per-series state between cycles (spark/state.py)."""
 
-    def __init__(self, spark: SparkSession, store_root: str | Path) -> None:
+    def __init__(self, spark: SparkSession, store_root: str | Path, sizing: Sizing | None = None) -> None:
         self.spark = spark
+        self.sizing = sizing or Sizing()
         self.store_root = Path(store_root)
         self.commits = CommitLog(self.store_root)
         self.state: CycleState | None = None
         # The temporary views the cycle's statements read the kept frames and new rows through.
         self.views = Views(spark, f"rw_evaluator_{uuid.uuid4().hex[:12]}")
         # How the last cycle went, for logs, benchmarks and tests: "rebuilt (why) from N cycle(s)", "folded N
-        # cycle(s)", or "failed to fold N cycle(s): ..." (the reference path judged it).
+        # cycle(s)" (" in P partitions", ", generated code" when so), or "failed to fold N cycle(s): ..."
+        # (the reference path judged it).
         self.last_cycle = ""
 
     def evaluate(self, rules: Sequence[RuleBase], now: datetime, stale_after: timedelta) -> list[Finding]:
@@ -106,8 +91,9 @@ class Evaluator:
         # 2. A state that cannot be trusted is dropped: folding the whole window rebuilds it.
         state, why = self._trusted(_signature(kept, stale_after), horizon, now, commits)
         new = state.unfolded(commits)
-        partitions = partitions_for(new)
-        with cycle_settings(self.spark, partitions, interpreted=why is None):  # a rebuild compiles its code
+        partitions = self.sizing.partitions(new)
+        interpreted = self.sizing.interpreted(new, rebuild=why is not None)
+        with cycle_settings(self.spark, partitions, interpreted):
             try:
                 # 3. Fold the new cycles' rows into each kept frame, and 4. judge every rule from the
                 # folded frames: one plan, one collect, which computes the folded frames too.
@@ -129,7 +115,9 @@ class Evaluator:
                 self.last_cycle = f"failed to fold {len(new)} cycle(s): judged from the full window"
                 return collect_findings(plan_reference(self.spark, self.store_root, rules, now, stale_after), rules)
         state.replace(folded, new, now)
-        self.last_cycle = f"rebuilt ({why}) from {len(new)} cycle(s)" if why else f"folded {len(new)} cycle(s)"
+        spread = f" in {partitions} partitions" if partitions > 1 else ""
+        self.last_cycle = f"rebuilt ({why}) from {len(new)} cycle(s){spread}" if why else \
+            f"folded {len(new)} cycle(s){spread}{'' if interpreted else ', generated code'}"
         return findings
 
     def _trusted(self, signature: str, horizon: timedelta, now: datetime,

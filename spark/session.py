@@ -44,6 +44,10 @@ DEFAULTS: dict[str, str] = {
     # Windows are read as lists of files (spark/store_reader.py): past 32 paths Spark would list
     # them in a Spark job of its own, before every read of a window longer than 16 minutes.
     "spark.sql.sources.parallelPartitionDiscovery.threshold": "10000",
+    # The kept frames are held serialized (spark/state.py): Kryo writes and reads an UnsafeRow's
+    # bytes without Java serialization's per-object stream records. Steady cycle, median: 160k
+    # queue series 3.97 s against 4.24 s; 1.6M series 20.2-21.6 s against 22.1-22.2 s.
+    "spark.serializer": "org.apache.spark.serializer.KryoSerializer",
 }
 
 _lock = threading.Lock()

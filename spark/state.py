@@ -3,15 +3,15 @@
 The state is a cache of the store's history, never a second source of truth: dropping it and
 folding every committed cycle of the window again (a rebuild) gives the same findings.
 
-- `newest`: per table or view read by threshold and peer rules, each series' newest row;
-- `kept`: per rule of the other kinds, its kind's state (stall runs, growth samples, absent
-  last-seen rows, churn member sets; spark/kinds/<kind>.py says what each holds);
+- the kept frames (spark/frames.py): one per table or view and key, each series' newest row and
+  every rule's part there (stall runs, growth samples, absent last-seen rows); one per churn rule
+  (its member sets). spark/kinds/<kind>.py says what each part holds;
 - which committed cycles are folded in: their names, and per cluster the newest one's ts.
 
-Every frame is local-checkpointed (held by Spark's block manager, lineage cut), so a cycle's
-plans reference last cycle's results, never the history that built them. A cycle's new frames
-are computed by the same collect that judges the rules (spark/evaluate.py), and the frames they
-replace are freed only then.
+Every frame is local-checkpointed (held by Spark's block manager, serialized, lineage cut), so a
+cycle's plans reference last cycle's results, never the history that built them. A cycle's new
+frames are computed by the same collect that judges the rules (spark/evaluate.py), and the
+frames they replace are freed only then.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+from pyspark import StorageLevel
 from pyspark.sql import DataFrame
 
 from spark.store_layout import Commit
@@ -109,7 +110,11 @@ class CycleState:
 def checkpoint(frame: DataFrame) -> DataFrame:
     """`frame` to be held in Spark's block manager with its lineage cut, once the cycle's collect
     has computed it (one job for the fold and the judgement instead of one per frame)."""
-    return frame.localCheckpoint(eager=False)
+    # Serialized (pyspark's MEMORY_AND_DISK is the JVM's MEMORY_AND_DISK_SER): a block is a few
+    # byte arrays instead of an object per row, so the kept frames, most of the heap at scale, cost
+    # the garbage collector next to nothing. At 160k queue series the steady cycle fell from 5.07 s
+    # to 4.24 s (median of 4, generated code); at 16k, 2.03 s to 1.89 s.
+    return frame.localCheckpoint(eager=False, storageLevel=StorageLevel.MEMORY_AND_DISK)
 
 
 def _checkpointed_rdd(frame: DataFrame) -> object:

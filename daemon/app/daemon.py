@@ -7,8 +7,8 @@ import logging
 import signal
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable, Coroutine, Iterable
-from datetime import UTC, datetime
+from collections.abc import Awaitable, Callable, Coroutine
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -24,19 +24,12 @@ from daemon.alerts.tracker import AlertTracker
 from daemon.alerts.value_history import ValueHistory
 from daemon.app.cycles import CycleRecord, CycleStats
 from daemon.app.http_view import HttpView
-from daemon.app.jobs import (
-    DISPATCH,
-    EVALUATE,
-    MAINTAIN,
-    collect_job_id,
-    evaluate_offset,
-    job_intervals,
-    run_slot,
-)
+from daemon.app.jobs import EVALUATE
 from daemon.app.lifecycle import StopWork, shutdown
 from daemon.app.metrics import DaemonMetrics
 from daemon.app.reloader import Candidate, NotifyState, ReloadOutcome, ReloadRejected, prepare
 from daemon.app.rulebook import Rulebook, load_rulebook
+from daemon.app.schedule import JobRuns, Schedule, utcnow
 from daemon.app.selfmon import SelfMonitor, self_rules
 from daemon.app.statedir import StateDirLock
 from daemon.app.watchdog import Watchdog, watchdog_interval
@@ -56,11 +49,6 @@ from daemon.store.writer import ParquetStore
 from rules.findings import RuleTiming
 
 log = logging.getLogger("rocketwatch")
-
-
-def utcnow() -> datetime:
-    """The daemon's clock; everything downstream takes `now` as an argument."""
-    return datetime.now(UTC)
 
 
 class Daemon:
@@ -84,6 +72,9 @@ class Daemon:
         self.secure_clients: dict[str, AdminClient] = {}
         self.db: StateDB | None = None
         self.scheduler = AsyncIOScheduler(timezone="UTC")
+        self.schedule = Schedule(self.scheduler, JobRuns(
+            tracked=self._tracked, collect=self.collect_once, evaluate=self._evaluate_on_schedule,
+            dispatch=self.dispatch_once, maintain=self.maintain_once))
         self._evaluator = None
         self._http = None
         self._slack_listeners: list[SlackActionListener] = []
@@ -221,34 +212,13 @@ class Daemon:
         log.warning("job %s: previous run still in progress, this run skipped (cycle longer than its interval)",
                     event.job_id)
 
-    _JOB_OPTIONS = {"max_instances": 1, "coalesce": True, "misfire_grace_time": None}
-
     def scheduled_now(self, job_id: str) -> datetime:
         """The time the running `job_id` was scheduled for (daemon/app/jobs.py `run_slot`), or utcnow()."""
-        job = self.scheduler.get_job(job_id)
-        interval = getattr(getattr(job, "trigger", None), "interval", None)
-        next_run = job.next_run_time if job is not None else None
-        return run_slot(next_run, interval, utcnow())
+        return self.schedule.scheduled_now(job_id)
 
     def _schedule(self) -> None:
         self.scheduler.add_listener(self._on_skipped, EVENT_JOB_MAX_INSTANCES | EVENT_JOB_MISSED)
-        first = utcnow()
-        intervals = job_intervals(self.config)
-        for cluster in self.config.clusters:
-            self._add_collect_job(cluster, first)
-        for job_id, run, start in ((EVALUATE, self._evaluate_on_schedule, first + evaluate_offset(self.config)),
-                                   (DISPATCH, self.dispatch_once, None),
-                                   (MAINTAIN, self.maintain_once, first)):
-            self.scheduler.add_job(
-                self._tracked, "interval", args=[run], id=job_id, seconds=intervals[job_id].total_seconds(),
-                **({"next_run_time": start} if start is not None else {}), **self._JOB_OPTIONS,
-            )
-
-    def _add_collect_job(self, cluster: ClusterConfig, first: datetime) -> None:
-        self.scheduler.add_job(
-            self._tracked, "interval", args=[self.collect_once, cluster], id=collect_job_id(cluster.name),
-            seconds=self.config.collect.interval.total_seconds(), next_run_time=first, **self._JOB_OPTIONS,
-        )
+        self.schedule.start(self.config)
 
     # ---- reload ----------------------------------------------------------------------------
 
@@ -282,7 +252,7 @@ class Daemon:
         if self.watchdog is not None:
             self.watchdog.stall_after = new.config.watchdog_stall_after.total_seconds()
         self._follow_clusters(old, new.config)
-        self._reschedule(old, new.config)
+        self.schedule.reschedule(old, new.config)
         if new.listeners is not None:
             self._replace_listeners(new.listeners)
 
@@ -300,35 +270,6 @@ class Daemon:
                 secure = self.secure_clients.pop(cluster.name, None)
                 if secure is not None:
                     self._in_background(secure.client.close(), f"close:{cluster.name}")
-
-    def _reschedule(self, old: RocketwatchConfig, new: RocketwatchConfig) -> None:
-        if self.scheduler.get_job(EVALUATE) is None:
-            return  # not scheduled yet (Spark still starting): _schedule reads the new config when it runs
-        before, after = job_intervals(old), job_intervals(new)
-        previous = {c.name: c for c in old.clusters}
-        for job_id in before.keys() - after.keys():
-            self.scheduler.remove_job(job_id)
-        for cluster in new.clusters:
-            job_id = collect_job_id(cluster.name)
-            if job_id not in before:
-                self._add_collect_job(cluster, utcnow())
-            elif previous[cluster.name] != cluster:
-                self.scheduler.modify_job(job_id, args=[self.collect_once, cluster])
-        changed = [job_id for job_id, interval in after.items() if job_id in before and before[job_id] != interval]
-        for job_id in changed:
-            # The next run comes one new interval from now.
-            self.scheduler.reschedule_job(job_id, trigger="interval", seconds=after[job_id].total_seconds())
-        if any(job_id == EVALUATE or job_id.startswith(collect_job_id("")) for job_id in changed):
-            self._phase_evaluations(new, kept=before.keys())
-
-    def _phase_evaluations(self, config: RocketwatchConfig, kept: Iterable[str]) -> None:
-        """Evaluations from now on run evaluate_offset after the next collection of the clusters
-        collected before the reload (a cluster added by it is collected at once, off the cadence)."""
-        jobs = [self.scheduler.get_job(job_id) for job_id in kept if job_id.startswith(collect_job_id(""))]
-        collections = [job.next_run_time for job in jobs if job is not None and job.next_run_time is not None]
-        start = min(collections, default=utcnow()) + evaluate_offset(config)
-        self.scheduler.reschedule_job(EVALUATE, trigger="interval", seconds=config.evaluate.interval.total_seconds(),
-                                      start_date=start)
 
     def _replace_listeners(self, listeners: list[SlackActionListener]) -> None:
         old, self._slack_listeners = self._slack_listeners, listeners

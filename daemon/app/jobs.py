@@ -36,6 +36,16 @@ def evaluate_offset(config: RocketwatchConfig) -> timedelta:
     return config.evaluate.interval / 2
 
 
+def next_evaluation(now: datetime, next_collection: datetime, offset: timedelta, interval: timedelta) -> datetime:
+    """The first evaluation slot after `now`: `offset` after a collection, on the evaluate cadence."""
+    # The collections run every interval until next_collection; their slots are next_collection +
+    # offset, one evaluate interval apart, before it as after it.
+    slot = next_collection + offset
+    if slot <= now:
+        return slot + interval * (((now - slot) // interval) + 1)
+    return slot - interval * ((slot - now - timedelta.resolution) // interval)
+
+
 def run_slot(next_run_time: datetime | None, interval: timedelta | None, now: datetime) -> datetime:
     """When a running interval job was scheduled for: one interval before its next run (APScheduler
     moves that on as the run starts), or `now` when the run is off its schedule (run by hand)."""

@@ -20,6 +20,7 @@ import itertools
 import math
 import os
 import random
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -34,8 +35,10 @@ from rules.kinds.base import RuleBase
 from rules.loader import BUILTIN_DIR, load_rule_files
 from spark.evaluate import Evaluator
 from spark.reference import evaluate_reference
+from spark.sizing import Sizing
 from tests.spark.histories import DAEMON_SCENARIOS, INTERVAL, SCENARIOS, Cycle, cycle_of, describe, generate
 
+BIG_CLUSTER = Sizing(one_partition_max_rows=0, partition_rows=40, generated_min_rows=0)
 STALE = timedelta(seconds=60)  # 2 x the 30 s collect interval, the daemon's default (DESIGN §7)
 REL_TOL = 1e-9
 
@@ -212,7 +215,9 @@ def walk(spark: Any, root: Path, seed: int, profile: Profile) -> Walk:
             store.append_all(cycle.tables, cycle.ts)
             committed += 1
         if point.restart:
-            evaluator = Evaluator(spark, root)
+            # The restarted daemon runs its cycles as a big cluster's run (generated code, frames
+            # spread over partitions); the first evaluator's as a small cluster's: both are compared.
+            evaluator = Evaluator(spark, root, BIG_CLUSTER)
             generation, restarted_at = generation + 1, number
         last = cycles[point.commits - 1]
         where = (f"evaluation {number}/{len(points)} at now={point.now.isoformat()}"
@@ -274,6 +279,8 @@ def test_every_cycle_is_judged_from_kept_state(walked: Walk) -> None:
 
 def test_restarted_evaluator_agrees_with_reference(walked: Walk) -> None:
     assert any(p.restart for p in walked.points)
+    big = [a for a in walked.accounts if re.fullmatch(r"folded \d+ cycle\(s\) in \d+ partitions, generated code", a)]
+    assert big, f"no steady cycle ran as a big cluster's: {sorted(set(walked.accounts))}"
     assert not walked.mismatches_after_restart, _report(walked.mismatches_after_restart, walked)
 
 

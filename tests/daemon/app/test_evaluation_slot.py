@@ -6,7 +6,7 @@ import asyncio
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from daemon.app.jobs import EVALUATE, run_slot
+from daemon.app.jobs import EVALUATE, next_evaluation, run_slot
 from tests.daemon.app.test_reload import make_daemon, running
 
 T = datetime(2026, 11, 26, 3, 0, tzinfo=UTC)
@@ -34,9 +34,22 @@ def test_the_daemon_stamps_its_evaluation_with_the_evaluate_jobs_slot(tmp_path: 
 
     async def scenario() -> None:
         async with running(daemon):
+            await daemon.schedule.run_first_evaluation()
             job = daemon.scheduler.get_job(EVALUATE)
             slot = datetime.now(UTC).replace(microsecond=0) - timedelta(seconds=1)
             job.modify(next_run_time=slot + job.trigger.interval)  # the run began, a second late
             assert daemon.scheduled_now(EVALUATE) == slot
 
     asyncio.run(scenario())
+
+
+def test_after_the_first_evaluation_the_cadence_starts_at_the_next_slot_half_an_interval_after_a_collection() -> None:
+    offset, every = EVERY / 2, EVERY
+    # The first evaluation ended 5 s after a collection: the slot 15 s after that collection is still to come.
+    assert next_evaluation(T + timedelta(seconds=5), T + EVERY, offset, every) == T + offset
+    # It ended 20 s after: the next slot is 15 s after the next collection.
+    assert next_evaluation(T + timedelta(seconds=20), T + EVERY, offset, every) == T + EVERY + offset
+    # It overran two collections (a cold rebuild on a big store): the next slot after the end, not one passed.
+    assert next_evaluation(T + timedelta(seconds=75), T + EVERY, offset, every) == T + 3 * EVERY + offset
+    # Exactly on a slot: that one has begun, the next one is an interval on.
+    assert next_evaluation(T + offset, T + EVERY, offset, every) == T + offset + EVERY

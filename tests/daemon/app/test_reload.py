@@ -99,9 +99,9 @@ async def reload(base: str) -> tuple[int, dict[str, Any]]:
         return r.status, await r.json()
 
 
-def schedule(daemon: Daemon) -> dict[str, tuple[timedelta, datetime]]:
-    """Each job's interval and next run, as the scheduler holds them."""
-    return {job.id: (job.trigger.interval, job.next_run_time) for job in daemon.scheduler.get_jobs()}
+def schedule(daemon: Daemon) -> dict[str, tuple[timedelta | None, datetime]]:
+    """Each job's interval (None for a run once) and next run, as the scheduler holds them."""
+    return {job.id: (getattr(job.trigger, "interval", None), job.next_run_time) for job in daemon.scheduler.get_jobs()}
 
 
 BROKEN = {
@@ -170,12 +170,16 @@ def test_intervals_clusters_and_restart_settings_take_effect_in_the_running_sche
 
     async def scenario() -> None:
         async with running(daemon) as base:
+            # The first evaluation runs once, half an interval after the first collections.
+            first = schedule(daemon)
+            assert first["evaluate"] == (None, first["collect:prod"][1] + timedelta(seconds=15))
+            await daemon.schedule.run_first_evaluation()
             before = schedule(daemon)
             tracker, outbox = daemon.tracker, daemon.outbox
             assert set(before) == {"collect:prod", "collect:qa", "evaluate", "dispatch", "maintain"}
-            # Evaluations run half their interval after the collections: each reads a finished cycle
-            # and does not share the cores with the next collection.
-            assert before["evaluate"][1] - before["collect:prod"][1] == before["evaluate"][0] / 2
+            # Then every interval, half an interval after the collections: each reads a finished
+            # cycle and does not share the cores with the next collection.
+            assert before["evaluate"] == (timedelta(seconds=30), first["evaluate"][1])
             config_path.write_text(config_text(
                 tmp_path, collect="5s", evaluate="15s", notify="2s", partitions="8", port="9999",
                 clusters='  - {name: prod, namesrv: ["127.0.0.1:9880"]}\n  - {name: stage, namesrv: ["127.0.0.1:9878"]}',
@@ -230,6 +234,25 @@ def test_intervals_clusters_and_restart_settings_take_effect_in_the_running_sche
     asyncio.run(scenario())
 
 
+def test_a_reload_before_the_first_evaluation_sets_the_cadence_it_starts(tmp_path: Path) -> None:
+    daemon = make_daemon(tmp_path)
+
+    async def scenario() -> None:
+        async with running(daemon) as base:
+            first = schedule(daemon)["evaluate"]
+            (tmp_path / "rocketwatch.yaml").write_text(config_text(tmp_path, evaluate="10s"))
+            status, body = await reload(base)
+            assert status == 200 and "evaluate every 30s -> 10s" in body["message"], body
+            assert schedule(daemon)["evaluate"] == first  # the first evaluation keeps its time
+            await daemon.schedule.run_first_evaluation()
+            interval, next_run = schedule(daemon)["evaluate"]
+            collected = schedule(daemon)["collect:prod"][1]
+            assert interval == timedelta(seconds=10)
+            assert (next_run - collected) % interval == interval / 2
+
+    asyncio.run(scenario())
+
+
 def test_changed_rules_are_listed_and_kept_notifiers_read_the_new_ones(tmp_path: Path) -> None:
     daemon = make_daemon(tmp_path)
 
@@ -277,7 +300,7 @@ def test_routes_receivers_and_stale_after_take_effect_at_the_next_evaluation(tmp
 
         async def scenario() -> None:
             async with running(daemon) as base:
-                await daemon.evaluate_once()
+                await daemon.schedule.run_first_evaluation()
                 assert len(_posted(team_a, "Heartbeat")) == 1
                 assert [a.rule for a in daemon.tracker.active_alerts()] == ["Heartbeat"]  # BigCache is stale
 
