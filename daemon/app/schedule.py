@@ -23,6 +23,7 @@ from daemon.app.jobs import (
     next_evaluation,
     run_slot,
 )
+from rules.durations import format_duration
 
 log = logging.getLogger("rocketwatch")
 
@@ -101,7 +102,7 @@ class Schedule:
                                    seconds=interval.total_seconds(), next_run_time=start, replace_existing=True,
                                    **_JOB_OPTIONS)
             log.info("first evaluation done in %.1fs (it rebuilt the kept state from the store); evaluating "
-                     "every %s from %s", time.monotonic() - started, interval, start.strftime("%H:%M:%S"))
+                     "every %s from %s", time.monotonic() - started, format_duration(interval), start.strftime("%H:%M:%S"))
 
     def _next_collection(self, clusters: Iterable[ClusterConfig]) -> datetime | None:
         jobs = [self.scheduler.get_job(collect_job_id(c.name)) for c in clusters]
