@@ -1,16 +1,19 @@
 """The session settings a cycle judged from kept state runs under.
 
-- Interpreted operators (no whole-stage codegen): every cycle's plans hold that cycle's `now` as
-  literals, and Spark writes them into the generated source, so each cycle's code would be new:
-  Janino compiles it again and the JIT compiles the new classes again, on the same two cores as
-  the evaluation. Plans over kept state are small; compiling them saves less than it costs.
+- Interpreted operators (no whole-stage codegen): plans over kept state are small, and compiling a
+  whole stage saved less than it cost (160k queue series: 6.29 s against 4.24 s per cycle).
 - A small steady cycle's expressions are interpreted too (projections, predicates, orderings:
-  `codegen.factoryMode`), for the same reason: generated, every steady cycle compiles its classes
-  anew, a fixed cost of ~0.5 s at 16 series (1.83 s against 1.33 s per cycle). The
-  interpreter's cost grows with the rows instead: from ~16k queue series on, generated code is as
-  fast, and at 160k it is much faster (4.24 s against 6.56 s, frames serialized), so cycles that
-  bring many rows, and every rebuild, generate (spark/evaluate.py GENERATED_MIN_ROWS). The engine
-  before SQL-text plans measured interpreted faster at 16k (JVM CPU 3.7-4.0 s against 5.3-5.6 s).
+  `codegen.factoryMode`): generating their code costs a fixed share of every cycle even when the
+  classes come from Spark's cache, and at 16 series that is more than interpreting a few hundred
+  rows. The interpreter's cost grows with the rows instead, so cycles that bring many rows, and
+  every rebuild, generate (spark/sizing.py GENERATED_MIN_ROWS).
+- Generated code holds `now` by reference, not as a literal in its source (GENERATED): NOW is
+  written as a decimal constant (spark/sql.py), which Spark's code generator passes to the class
+  it compiles through its references array, and constant folding, which would turn it back into
+  a timestamp literal inlined into the source, is off. So a steady cycle's source is the same as
+  the cycle before's, and Spark's code cache returns the classes compiled then: with `now` a
+  literal every generated cycle compiled its ~40 classes anew (Janino, then the JIT), ~0.5 s at
+  16 series. tests/spark/test_compiled_code.py checks that steady cycles compile nothing.
 - No broadcast joins: each broadcast is a Spark job of its own, and every kept frame is one
   partition (a COALESCE hint in every fold), so a sort-merge join of two of them needs no shuffle.
 - No constraint propagation: a kept frame is a local checkpoint (a LogicalRDD), which carries the
@@ -39,14 +42,20 @@ INTERPRETED = {
     # a JFR profile, and the steady cycle's executor CPU fell from 8.2 s to 7.6 s without it.
     "spark.sql.subexpressionElimination.enabled": "false",
 }
+GENERATED = {
+    # Folded, `timestamp_micros(CAST(<now> AS BIGINT))` becomes a timestamp literal, which the
+    # generator writes into the source (`1764180000000000L`); unfolded, the decimal constant is
+    # a reference object and the source does not change with `now`.
+    "spark.sql.optimizer.excludedRules": "org.apache.spark.sql.catalyst.optimizer.ConstantFolding",
+}
 
 
 @contextmanager
 def cycle_settings(spark: SparkSession, partitions: int = 1, interpreted: bool = True) -> Iterator[None]:
-    """CYCLE_SETTINGS (and INTERPRETED for a steady cycle) for the duration of the block, and
+    """CYCLE_SETTINGS, and INTERPRETED or GENERATED, for the duration of the block, and
     `partitions` shuffle partitions when a fold is spread over more than one; the session's own
     settings are restored afterwards."""
-    settings = {**CYCLE_SETTINGS, **(INTERPRETED if interpreted else {})}
+    settings = {**CYCLE_SETTINGS, **(INTERPRETED if interpreted else GENERATED)}
     if partitions > 1:
         settings["spark.sql.shuffle.partitions"] = str(partitions)
     before = {name: spark.conf.get(name, None) for name in settings}

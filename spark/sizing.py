@@ -19,11 +19,13 @@ ONE_PARTITION_MAX_ROWS = 4_000_000
 PARTITION_ROWS = 500_000
 
 # A steady cycle whose biggest table brings fewer new rows than this runs Spark's interpreted
-# operators; bigger ones, and every rebuild, run generated code. Generated code is compiled anew
-# each cycle (its `now` literals change), a fixed ~0.5 s; the interpreter costs per row. Median
-# steady cycle of the built-in pack, frames serialized: 16 series 1.33 s interpreted against 1.83 s
-# generated; 16k 1.91 / 1.89 s; 160k 6.56 / 4.24 s.
-GENERATED_MIN_ROWS = 50_000
+# operators; bigger ones, and every rebuild, run generated code. The generated classes are compiled
+# once and reused by every later cycle (`now` is not in their source, spark/codegen.py), but
+# generating their source and finding it in the cache is a fixed cost per cycle; the interpreter
+# costs per row. Steady cycles of the built-in pack, the two ways alternating on one store (a
+# shared machine): 1k queue series 2.14 s interpreted against 2.45 s generated; 5k 1.71 / 1.90 s;
+# 16k 1.98 / 1.61 s; 160k generated 3.5-3.8 s (interpreted 6.56 s, quiet).
+GENERATED_MIN_ROWS = 10_000
 
 
 def biggest_table_rows(commits: Sequence[Commit]) -> int:

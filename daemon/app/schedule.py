@@ -96,8 +96,7 @@ class Schedule:
             # Even when it failed: the evaluations on the cadence are how the daemon retries.
             config = self.config
             interval = config.evaluate.interval
-            start = next_evaluation(utcnow(), self._next_collection(config.clusters) or utcnow(),
-                                    evaluate_offset(config), interval)
+            start = self._next_slot(config, config.clusters)
             self.scheduler.add_job(self.runs.tracked, "interval", args=[self.runs.evaluate], id=EVALUATE,
                                    seconds=interval.total_seconds(), next_run_time=start, replace_existing=True,
                                    **_JOB_OPTIONS)
@@ -141,8 +140,14 @@ class Schedule:
             self._phase_evaluations(new, kept=[c for c in new.clusters if c.name in previous])
 
     def _phase_evaluations(self, config: RocketwatchConfig, kept: Iterable[ClusterConfig]) -> None:
-        """Evaluations from now on run evaluate_offset after the next collection of the clusters
-        collected before the reload (a cluster added by it is collected at once, off the cadence)."""
-        start = (self._next_collection(kept) or utcnow()) + evaluate_offset(config)
+        """Evaluations from now on run at the first slot after now, evaluate_offset after a collection of
+        the clusters collected before the reload (a cluster added by it is collected at once, off the cadence)."""
+        start = self._next_slot(config, kept)
         self.scheduler.reschedule_job(EVALUATE, trigger="interval", seconds=config.evaluate.interval.total_seconds(),
                                       start_date=start)
+
+    def _next_slot(self, config: RocketwatchConfig, clusters: Iterable[ClusterConfig]) -> datetime:
+        """The first evaluation slot after now on the collections of `clusters` (daemon/app/jobs.py)."""
+        now = utcnow()
+        return next_evaluation(now, self._next_collection(clusters) or now, evaluate_offset(config),
+                               config.evaluate.interval)
