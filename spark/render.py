@@ -82,7 +82,7 @@ def to_finding(rule: RuleBase, row: Mapping[str, Any]) -> Finding:
     """One collected output row as a Finding of `rule`."""
     values = _inputs(rule, row)
     annotations = {field: render(getattr(rule, field), values, f"rule {rule.alert}, {field}")
-                   for field in TEMPLATE_FIELDS}
+                   for field in TEMPLATE_FIELDS if getattr(rule, field)}
     return Finding(
         rule=rule.alert,
         labels=dict(row["labels"] or {}),

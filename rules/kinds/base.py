@@ -19,7 +19,8 @@ Reduce = Literal["max", "min", "sum", "avg", "count", "count_distinct"]
 
 # Names a template may use besides the `by` and table columns: filled in by the evaluation.
 TEMPLATE_VALUES = ("value", "threshold", "severity")
-TEMPLATE_FIELDS = ("summary", "diagnosis", "next_steps")
+TEMPLATE_FIELDS = ("summary", "diagnosis", "next_steps", "first_step", "runbook_url")
+FIRST_STEP_MAX_CHARS = 160
 _ALERT_NAME = re.compile(r"^[A-Z][A-Za-z0-9]*$")
 _LABEL_NAME = re.compile(r"^[a-z_][a-z0-9_]*$")
 
@@ -48,6 +49,11 @@ class RuleBase(BaseModel):
     diagnosis: str = Field(description="why it probably is: the mechanism, in the operator's words; "
                            "{if condition}...{else}...{end} states only what the row says")
     next_steps: str = Field(description="what to do now, concretely; same placeholders and blocks")
+    first_step: str = Field("", max_length=FIRST_STEP_MAX_CHARS,
+                            description="the one thing to do first, one templated sentence of at most 160 characters; "
+                            "it opens the page, beside what, where and how bad")
+    runbook_url: str = Field("", description="a link to the team's runbook for this alert (placeholders allowed); "
+                             "shown on the page when set")
     explains: tuple[LinkSpec, ...] = Field(
         (), description="rules whose alerts this rule's alerts explain (rules/links.py): each link names the "
         "consequence (`alert`), the labels both share (`on`) and the RocketMQ behaviour behind it (`why`)")

@@ -141,3 +141,18 @@ def test_rules_package_never_imports_pyspark():
     code = "import sys, rules.loader, rules.overrides, rules.models; print(any(m.startswith('pyspark') for m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
+
+
+def test_a_first_step_longer_than_a_lock_screen_line_is_refused_at_its_line(tmp_path):
+    step = "Take five jstacks of {client_id} a second apart and look for ConsumeMessageThread_ threads " * 2
+    path = _write(tmp_path, GOOD_RULE + f'        first_step: "{step.strip()}"\n')
+    (error,) = check_rule_files([path])
+    assert (error.line, error.field) == (13, "first_step")
+    assert "160 characters" in error.message
+
+
+def test_first_step_and_runbook_url_are_templates_checked_against_the_table(tmp_path):
+    path = _write(tmp_path, GOOD_RULE + '        first_step: "jstack {client_idd}"\n'
+                  '        runbook_url: "https://wiki.example/rocketmq/{group}"\n')
+    (error,) = check_rule_files([path])
+    assert error.field == "first_step" and "client_idd" in error.message
