@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test bench bench-streaming lint java chromium clean
+.PHONY: demo test test-fast bench bench-streaming lint java chromium clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -33,6 +33,10 @@ demo: $(STAMP) java
 
 test: $(STAMP) java chromium
 	$(PY) -m pytest
+
+# The inner loop: every test that starts neither Spark nor a daemon subprocess, on both cores (~1.5 min).
+test-fast: $(STAMP)
+	$(PY) -m pytest -m "not spark" -n 2 -q
 
 bench: $(STAMP) java
 	$(PY) -m pip install --quiet -e ".[test,bench]"
