@@ -30,6 +30,13 @@ async def hold_and_send(clock: ManualClock, keeper: LeaseKeeper) -> None:
         assert await keeper.renew()
 
 
+async def keep_holding(clock: ManualClock, keeper: LeaseKeeper, seconds: float) -> None:
+    """Let time pass while the holder renews on schedule (a daemon alive and well)."""
+    for _ in range(int(seconds // keeper.timing.renew_every)):
+        clock.advance(keeper.timing.renew_every)
+        assert await keeper.renew()
+
+
 def test_two_daemons_starting_together_migrate_the_schema_once(connect: Connect) -> None:
     async def scenario(clock: ManualClock, a: Coordinator, b: Coordinator) -> None:
         await a.open()  # a restart: nothing left to do
