@@ -11,12 +11,15 @@ import logging
 import os
 import socket
 import uuid
+from collections.abc import Awaitable
 from dataclasses import dataclass
+from typing import TypeVar
 
 from daemon.coordination.clock import Clock, SystemClock
 from daemon.coordination.model import Coordinator, CoordinatorUnavailable, Fence, LeaseRecord
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 DISPATCH_LEASE = "dispatch"
 
@@ -44,12 +47,20 @@ def holder_name(node: str | None = None) -> str:
     return f"{node or socket.gethostname()}/{os.getpid()}-{uuid.uuid4().hex[:6]}"
 
 
+class LeaseLost(Exception):
+    """A send refused or cut short: this daemon does not hold the lease (or its deadline came)."""
+
+
 class LeaseKeeper:
-    """One daemon's view of the dispatch lease: whether it may send now, and the fence its writes carry."""
+    """One daemon's view of the dispatch lease: whether it may send now, and the fence its writes carry.
+
+    `private`: no other process can hold this lease (a single node's SQLite under the state-directory
+    lock), so a new epoch needs no wait: nobody else can have been sending."""
 
     def __init__(self, coordinator: Coordinator, holder: str, timing: LeaseTiming | None = None,
-                 clock: Clock | None = None, name: str = DISPATCH_LEASE) -> None:
+                 clock: Clock | None = None, name: str = DISPATCH_LEASE, private: bool = False) -> None:
         self.coordinator = coordinator
+        self.private = private
         self.holder = holder
         self.timing = timing or LeaseTiming()
         self.clock = clock or SystemClock()
@@ -82,6 +93,37 @@ class LeaseKeeper:
         """What our shared writes carry while we hold the lease; None otherwise."""
         return Fence(self.name, self.holder, self.epoch) if self.holding and self.epoch is not None else None
 
+    async def send_within(self, send: Awaitable[T], what: str = "send") -> T:
+        """Run one send under the lease: refused unless we may send now, cancelled at our deadline."""
+        if not self.may_send():
+            if hasattr(send, "close"):
+                send.close()  # a coroutine never awaited would warn
+            raise LeaseLost(f"{what} not started: {self._why_not()}")
+        task = asyncio.ensure_future(send)
+        timer = asyncio.ensure_future(self.clock.sleep(self.time_left()))
+        try:
+            done, _ = await asyncio.wait({task, timer}, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            task.cancel()
+            raise
+        finally:
+            timer.cancel()
+        if task in done:
+            return task.result()
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        raise LeaseLost(f"{what} cancelled at the lease deadline (epoch {self.epoch}): it may or may not have "
+                        "reached the receiver")
+
+    def _why_not(self) -> str:
+        if self.epoch is None:
+            holder = f" (held by {self.last.holder}, epoch {self.last.epoch})" if self.last is not None else ""
+            return f"{self.holder} does not hold lease {self.name!r}{holder}"
+        if self._now() >= self.deadline:
+            return f"lease {self.name!r} epoch {self.epoch}: deadline passed without a renewal ({self.last_error})"
+        return (f"lease {self.name!r} epoch {self.epoch} was just taken: first send in "
+                f"{self.sends_from - self._now():.1f}s (a previous holder may still be sending until then)")
+
     async def renew(self) -> bool:
         """One claim (take or renew); True when we hold the lease afterwards. Never raises for the coordinator
         being away: the deadline set by the last success keeps counting down."""
@@ -107,9 +149,9 @@ class LeaseKeeper:
             return False
         if record.epoch != self.epoch:
             # A new epoch: someone may have held it since we last did; wait out the whole ttl before sending.
-            self.sends_from = started + self.timing.ttl
+            self.sends_from = started if self.private else started + self.timing.ttl
             log.info("lease %r: taken by %s at epoch %d; first send after %gs", self.name, self.holder,
-                     record.epoch, self.timing.ttl)
+                     record.epoch, 0 if self.private else self.timing.ttl)
         self.epoch = record.epoch
         self.deadline = started + self.timing.ttl - self.timing.margin
         self.renewals += 1

@@ -45,3 +45,13 @@ def told_by(firing: Mapping[str, str | None], changes: Collection[PendingChange]
     told = group.told_firing if group is not None and not group.closed else {}
     kept = {fp: told[fp] for fp in muted if fp in told and fp not in firing}
     return Told({**kept, **firing}, tuple(sorted(c.fingerprint for c in changes if c.kind == "resolved")))
+
+
+def already_told(group: LogGroup | None, told: Told) -> bool:
+    """Whether the shared log already records what a notification held locally would tell: every alert it
+    tells firing was told with that severity (or has been told resolved since), and none it tells
+    resolved is still told firing. Such a held row is dropped; any other is sent by the next holder."""
+    firing = group.told_firing if group is not None and not group.closed else {}
+    resolved = group.told_resolved if group is not None else {}
+    return (all(firing.get(fp, "\0") == severity or fp in resolved for fp, severity in told.firing.items())
+            and not any(fp in firing for fp in told.resolved))

@@ -4,14 +4,18 @@ holder, and a holder whose deadline passed (dead, paused) refused at the coordin
 from __future__ import annotations
 
 import asyncio
+import socket
 
 import pytest
 
-from daemon.coordination.lease import LeaseKeeper, LeaseTiming
+from config.ha import HaConfig
+from daemon.coordination.factory import coordinator_for, keeper_for
+from daemon.coordination.lease import LeaseKeeper, LeaseLost, LeaseTiming
 from daemon.coordination.model import Coordinator, Fenced, GroupRef, Told
 from daemon.coordination.schema import MIGRATIONS
 from tests.daemon.coordination.conftest import Connect, run_pair
 from tests.helpers.clock import ManualClock
+from tests.helpers.postgres import PASSWORD
 
 REF = GroupRef("root", "slack-oncall", '{incident="prod/orders@2026-11-27T03:00:00Z"}')
 LABELS = {"incident": "prod/orders@2026-11-27T03:00:00Z"}
@@ -154,3 +158,66 @@ def test_renewing_in_the_background_keeps_the_lease_until_stopped(connect: Conne
 def test_lease_timings_that_would_lapse_between_renewals_are_refused(ttl: float, renew: float, margin: float) -> None:
     with pytest.raises(ValueError, match="lease"):
         LeaseTiming(ttl, renew, margin)
+
+
+def test_a_send_starts_only_under_the_lease_and_is_cut_at_the_holders_deadline(connect: Connect) -> None:
+    async def scenario(clock: ManualClock, a: Coordinator, b: Coordinator) -> None:
+        ka, kb = keepers(clock, a, b)
+        assert await ka.renew()
+        with pytest.raises(LeaseLost, match="first send in 15.0s"):
+            await ka.send_within(asyncio.sleep(0), "slack post")
+        await hold_and_send(clock, ka)
+        assert await ka.send_within(asyncio.sleep(0, result="ts-1")) == "ts-1"
+        assert not await kb.renew()
+        with pytest.raises(LeaseLost, match="does not hold lease 'dispatch' \\(held by node-a/1"):
+            await kb.send_within(asyncio.sleep(0), "slack post")
+        started, cancelled = asyncio.Event(), asyncio.Event()
+
+        async def slow_receiver() -> None:
+            started.set()
+            try:
+                await asyncio.Event().wait()  # a receiver that never answers
+            except asyncio.CancelledError:
+                cancelled.set()
+                raise
+
+        sending = asyncio.create_task(ka.send_within(slow_receiver(), "slack post"))
+        await started.wait()
+        clock.advance(ka.time_left())  # no renewal gets through: the deadline comes
+        with pytest.raises(LeaseLost, match="cancelled at the lease deadline"):
+            await sending
+        assert cancelled.is_set()
+
+    run_pair(connect, scenario)
+
+
+def test_a_single_node_holds_its_private_lease_and_sends_at_once(tmp_path) -> None:
+    async def main() -> None:
+        clock = ManualClock()
+        coordinator = coordinator_for(None, tmp_path / "state.db", clock)
+        await coordinator.open()
+        keeper = keeper_for(None, coordinator, clock)
+        assert await keeper.renew() and keeper.may_send()
+        assert keeper.holder.startswith(socket.gethostname() + "/")
+        await coordinator.close()
+
+    asyncio.run(main())
+
+
+def test_an_ha_daemon_reaches_postgres_with_the_password_from_its_credential(
+        postgres_dsn: str, tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    ha = HaConfig(connection=postgres_dsn.replace(f" password={PASSWORD}", ""), password_env="RW_PG_PASSWORD",
+                  node="ops-1")
+    (tmp_path / "RW_PG_PASSWORD").write_text(PASSWORD)
+    monkeypatch.setenv("CREDENTIALS_DIRECTORY", str(tmp_path))
+
+    async def main() -> None:
+        clock = ManualClock()
+        coordinator = coordinator_for(ha, tmp_path / "unused.db", clock)
+        await coordinator.open()
+        keeper = keeper_for(ha, coordinator, clock)
+        assert await keeper.renew() and not keeper.may_send(), "a PostgreSQL lease is shared: the ttl is waited out"
+        assert keeper.holder.startswith("ops-1/") and keeper.timing == LeaseTiming(15, 5, 3)
+        await coordinator.close()
+
+    asyncio.run(main())
