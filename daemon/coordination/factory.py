@@ -12,6 +12,7 @@ from daemon.coordination.clock import Clock
 from daemon.coordination.lease import LeaseKeeper, LeaseTiming, holder_name
 from daemon.coordination.model import Coordinator
 from daemon.coordination.postgres import PostgresCoordinator
+from daemon.coordination.service import CoordinationService
 from daemon.coordination.sqlite import SqliteCoordinator
 
 
@@ -36,3 +37,10 @@ def keeper_for(ha: HaConfig | None, coordinator: Coordinator, clock: Clock | Non
     """This daemon's lease keeper, named `<node>/<process>`."""
     return LeaseKeeper(coordinator, holder_name(ha.node if ha is not None else None), lease_timing(ha), clock,
                        private=ha is None)
+
+
+def service_for(ha: HaConfig | None, state_file: Path, clock: Clock | None = None,
+                env: Mapping[str, str] = os.environ) -> CoordinationService:
+    """The daemon's coordination service: its coordinator and its lease keeper, not yet started."""
+    coordinator = coordinator_for(ha, state_file, clock, env)
+    return CoordinationService(coordinator, keeper_for(ha, coordinator, clock))

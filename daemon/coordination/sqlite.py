@@ -48,6 +48,7 @@ class SqliteCoordinator(SqlCoordinator):
         """Open the file (WAL, as the state database) and migrate the coord_ tables."""
         if str(self.path) != ":memory:":
             self.path.parent.mkdir(parents=True, exist_ok=True)
+        await self.close()
         self._conn = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None)
         self._conn.row_factory = sqlite3.Row
         self._conn.execute("PRAGMA journal_mode=WAL")

@@ -46,6 +46,10 @@ def test_two_daemons_starting_together_migrate_the_schema_once(connect: Connect)
         await a.open()  # a restart: nothing left to do
         async with a.transaction() as tx:
             assert await tx.rows("SELECT version FROM coord_schema_version") == [{"version": len(MIGRATIONS)}]
+            # A newer rocketwatch on the other host migrated further: this one must not write under it.
+            await tx.run("UPDATE coord_schema_version SET version = :v", {"v": len(MIGRATIONS) + 1})
+        with pytest.raises(RuntimeError, match="newer than this rocketwatch knows"):
+            await b.open()
 
     run_pair(connect, scenario)
 
