@@ -220,6 +220,9 @@ class SqlCoordinator:
                                    {"at": to_seconds(at), "reply": json.dumps(dict(reply), sort_keys=True),
                                     "seq": intent.seq, "epoch": fence.epoch})
             if touched == 0:
+                done = await tx.rows("SELECT outcome, epoch FROM coord_sends WHERE seq = :seq", {"seq": intent.seq})
+                if done and done[0]["outcome"] == "sent" and int(done[0]["epoch"]) == fence.epoch:
+                    return  # recorded already: a retry after a commit whose answer was lost
                 raise Fenced(f"{self.where}: sent record of send {intent.seq} ({intent.ref}) under {fence} refused: "
                              "that intent is no longer open under this epoch")
             row = (await tx.rows(f"SELECT * FROM coord_log WHERE {_REF}{self.row_lock}", _ref(intent.ref)))[0]

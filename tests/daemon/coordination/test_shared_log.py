@@ -31,6 +31,8 @@ def test_what_one_holder_told_is_what_the_next_reads_and_pending_is_what_fires_m
         intent = await a.record_intent(ka.fence(), REF, LABELS, told_by(firing, changes), "first", clock.now)
         assert intent.key == idempotency_key(REF.receiver, REF.group_key, intent.seq) and not intent.retry
         await a.record_sent(ka.fence(), intent, {"channel": "C0ONCALL", "ts": "1764212400.000100"}, clock.now)
+        # Recorded again (its commit's answer was lost on the way back): the same record, no error.
+        await a.record_sent(ka.fence(), intent, {"channel": "C0ONCALL", "ts": "1764212400.000100"}, clock.now)
         # B (the standby) reads the same record: nothing is pending for what A told.
         group = await b.log_group(REF)
         assert group.told_firing == firing and group.last_sent_at == clock.now and group.first_pending_at is None
