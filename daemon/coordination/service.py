@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from daemon.coordination.lease import LeaseKeeper
-from daemon.coordination.model import Coordinator
+from daemon.coordination.model import Coordinator, CoordinatorUnavailable
 
 log = logging.getLogger(__name__)
 
@@ -38,14 +38,38 @@ class CoordinationService:
         self.keeper = keeper
         self._stopping = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        self.open_error: str | None = None  # the coordinator could not be opened (yet)
 
     async def start(self) -> None:
-        """Open the coordinator (migrating its schema; raises when it cannot) and start renewing."""
-        await self.coordinator.open()
+        """Open the coordinator (migrating its schema) and start renewing. A coordinator away at start is
+        no reason not to start: the daemon runs, holds nothing, and opens it as soon as it answers."""
         self._stopping.clear()
-        self._task = asyncio.get_running_loop().create_task(self.keeper.run(self._stopping), name="lease")
+        await self._open()
+        self._task = asyncio.get_running_loop().create_task(self._run(), name="lease")
         log.info("coordination: lease %r renewed every %gs as %s", self.keeper.name,
                  self.keeper.timing.renew_every, self.keeper.holder)
+
+    async def _open(self) -> bool:
+        try:
+            await self.coordinator.open()
+        except CoordinatorUnavailable as exc:
+            self.open_error = str(exc)
+            log.warning("coordination: %s; not dispatching until it answers (retry every %gs)", exc,
+                        self.keeper.timing.renew_every)
+            return False
+        self.open_error = None
+        return True
+
+    async def _run(self) -> None:
+        while self.open_error is not None and not self._stopping.is_set():
+            sleeper = asyncio.ensure_future(self.keeper.clock.sleep(self.keeper.timing.renew_every))
+            stop = asyncio.ensure_future(self._stopping.wait())
+            await asyncio.wait({sleeper, stop}, return_when=asyncio.FIRST_COMPLETED)
+            for task in (sleeper, stop):
+                task.cancel()
+            if not self._stopping.is_set():
+                await self._open()
+        await self.keeper.run(self._stopping)
 
     async def stop(self) -> None:
         """Stop renewing, give the lease up, close the coordinator."""
@@ -62,5 +86,5 @@ class CoordinationService:
             me=keeper.holder, holding=keeper.holding, may_send=keeper.may_send(),
             epoch=keeper.epoch if keeper.epoch is not None else (last.epoch if last else None),
             holder=last.holder if last else None, holder_since=last.acquired_at if last else None,
-            expires_at=last.expires_at if last else None, last_error=keeper.last_error,
+            expires_at=last.expires_at if last else None, last_error=self.open_error or keeper.last_error,
             renewals=keeper.renewals, failures=keeper.failures)

@@ -28,6 +28,11 @@ class ManualClock:
         """The world's wall time (what an evaluation would call now)."""
         return self._wall
 
+    @property
+    def sleeping(self) -> int:
+        """How many sleeps wait on the clock (a task is parked until the test advances it)."""
+        return sum(1 for _, f in self._sleepers if not f.done())
+
     def sleep(self, seconds: float) -> asyncio.Future[None]:
         """A future done once the clock has been advanced by `seconds` from now (counted from this call)."""
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
