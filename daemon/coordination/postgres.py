@@ -138,12 +138,11 @@ class PostgresCoordinator(SqlCoordinator):
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[_PgTx]:
-        """BEGIN ... COMMIT on the connection, each statement bounded by `timeout`; lost connection ->
-        CoordinatorUnavailable (the transaction did not happen)."""
+        """BEGIN ... COMMIT on the connection, each statement bounded by `timeout`; a lost connection raises
+        CoordinatorUnavailable (after a failed COMMIT whether it happened is unknown: our writes repeat safely)."""
         async with self._lock:
-            conn = await self._connection()
+            conn = await self._begin()
             try:
-                await self._bounded("BEGIN", lambda: conn.execute("BEGIN"))
                 yield _BoundedTx(self, _PgTx(conn))
                 await self._bounded("COMMIT", lambda: conn.execute("COMMIT"))
             except psycopg.OperationalError as exc:
@@ -155,6 +154,24 @@ class PostgresCoordinator(SqlCoordinator):
                     await self._bounded("ROLLBACK", lambda: conn.execute("ROLLBACK"))
                 raise
 
+    async def _begin(self) -> psycopg.AsyncConnection[dict[str, Any]]:
+        # A connection the server closed while it sat idle (a restart, an idle timeout) fails at BEGIN,
+        # before anything happened: one fresh connection is tried before calling the coordinator away.
+        conn = await self._connection()
+        try:
+            await self._bounded("BEGIN", lambda: conn.execute("BEGIN"))
+            return conn
+        except psycopg.OperationalError:
+            self._conn = None
+            await conn.close()
+        fresh = await self._connection()
+        try:
+            await self._bounded("BEGIN", lambda: fresh.execute("BEGIN"))
+        except psycopg.OperationalError as exc:
+            self._conn = None
+            await fresh.close()
+            raise CoordinatorUnavailable(f"{self.where}: {_first_line(exc)}") from exc
+        return fresh
 
 class _BoundedTx:
     """A _PgTx whose every statement is bounded by the coordinator's timeout."""
