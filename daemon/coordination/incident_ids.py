@@ -14,8 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
-from daemon.coordination.model import CoordinatorUnavailable
-from daemon.coordination.sql import SqlCoordinator
+from daemon.coordination.model import Coordinator, CoordinatorUnavailable
 
 log = logging.getLogger(__name__)
 
@@ -29,7 +28,7 @@ class _Unclaimed:
 class IncidentIds:
     """The shared incident table as an incident book uses it: open, resolve, reconcile."""
 
-    def __init__(self, coordinator: SqlCoordinator, holder: str) -> None:
+    def __init__(self, coordinator: Coordinator, holder: str) -> None:
         self.coordinator = coordinator
         self.holder = holder
         self.unclaimed: dict[str, _Unclaimed] = {}  # local id -> where and when it opened

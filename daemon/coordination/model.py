@@ -152,7 +152,8 @@ class Coordinator(Protocol):
         """Nothing fires and nothing waits: forget what was told (its sequence numbers stay used)."""
         ...
 
-    async def claim_incident(self, locus: Mapping[str, str], proposed_id: str, at: datetime) -> IncidentClaim:
+    async def claim_incident(self, locus: Mapping[str, str], proposed_id: str, at: datetime,
+                             opened_by: str = "") -> IncidentClaim:
         """The open incident at this locus, or a new one under `proposed_id` (any daemon, not fenced)."""
         ...
 

@@ -61,6 +61,8 @@ class TcpProxy:
             self._call(self._close())
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout=5)
+        if not self._thread.is_alive():
+            self._loop.close()
 
     async def _close(self) -> None:
         assert self._server is not None
