@@ -45,7 +45,7 @@ demo: $(STAMP) java
 test: $(STAMP) java chromium postgresql
 	$(PY) -m pytest
 
-bench: $(STAMP) java
+bench: $(STAMP) java postgresql
 	$(PY) -m pip install --quiet -e ".[test,bench]"
 	for f in $(filter-out bench/streaming.py bench/streaming_ways.py,$(wildcard bench/*.py)); do echo "== $$f"; $(PY) $$f || exit 1; done
 
