@@ -21,6 +21,7 @@ def idempotency_key(receiver: str, group_key: str, seq: int) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:KEY_LENGTH]
 
 
-def email_message_id(key: str, domain: str = "rocketwatch") -> str:
-    """A deterministic Message-ID for the mail a key stands for (RFC 5322 msg-id)."""
-    return f"<{key}@{domain}>"
+def email_message_id(key: str, domain: str = "rocketwatch.invalid") -> str:
+    """The Message-ID of the mail a key stands for (RFC 5322 msg-id), as daemon/notify/email.py writes it
+    from a notification's idempotency key: every daemon names a retried mail alike."""
+    return f"<{key}.rocketwatch@{domain}>"

@@ -135,3 +135,17 @@ def test_keys_differ_by_receiver_group_and_sequence_and_are_the_same_on_every_da
     assert len(keys) == 8
     assert idempotency_key("slack", '{a="1"}', 1) == idempotency_key("slack", '{a="1"}', 1)
     assert GroupRef("r", "slack", "g") == GroupRef("r", "slack", "g")
+
+
+def test_the_email_message_id_of_a_key_is_the_one_the_email_receiver_writes() -> None:
+    from datetime import UTC, datetime
+
+    from daemon.notify.email import EmailNotifier
+    from daemon.notify.model import Notification
+
+    key = idempotency_key("oncall-mail", '{incident="prod/orders@t"}', 7)
+    notification = Notification(group_key='{incident="prod/orders@t"}', group_labels={}, status="firing", alerts=[],
+                                changes=[], is_update=False, created_at=datetime(2026, 11, 27, tzinfo=UTC),
+                                idempotency_key=key)
+    mail = EmailNotifier("oncall-mail", "smtp.ops.example", 587, "rw@ops.example", ["oncall@ops.example"])
+    assert mail.build(notification, None)["Message-ID"] == email_message_id(key, "ops.example")
