@@ -165,7 +165,15 @@ class LeaseKeeper:
     async def run(self, stopping: asyncio.Event) -> None:
         """Renew every renew_every until `stopping` is set; then give the lease up if we hold it."""
         while not stopping.is_set():
-            await self.renew()
+            try:
+                await self.renew()
+            except Exception as exc:  # a bug or a broken schema must not end renewals silently
+                self.failures += 1
+                if str(exc) != self.last_error:
+                    log.exception("lease %r: renewal failed unexpectedly", self.name)
+                self.last_error = str(exc) or type(exc).__name__
+                if not self.holding:
+                    self._drop()
             sleeper = asyncio.ensure_future(self.clock.sleep(self.timing.renew_every))
             stop = asyncio.ensure_future(stopping.wait())
             await asyncio.wait({sleeper, stop}, return_when=asyncio.FIRST_COMPLETED)

@@ -66,3 +66,29 @@ def test_an_ha_daemon_starts_while_postgres_is_down_and_takes_part_once_it_answe
         await service.stop()
 
     asyncio.run(main())
+
+
+def test_an_unexpected_renewal_error_is_reported_and_renewals_go_on(tmp_path: Path) -> None:
+    async def main() -> None:
+        clock = ManualClock()
+        service = service_for(None, tmp_path / "state.db", clock)
+        await service.start()
+        while service.keeper.renewals < 1:
+            await asyncio.sleep(0)
+        async with service.coordinator.transaction() as tx:  # someone dropped the table under the daemon
+            await tx.run("ALTER TABLE coord_lease RENAME TO coord_lease_aside")
+        clock.advance(5)
+        while service.keeper.failures < 1:
+            await asyncio.sleep(0)
+        assert "no such table: coord_lease" in service.status().last_error
+        async with service.coordinator.transaction() as tx:
+            await tx.run("ALTER TABLE coord_lease_aside RENAME TO coord_lease")
+        while not clock.sleeping:
+            await asyncio.sleep(0)
+        clock.advance(5)
+        while service.keeper.renewals < 2:
+            await asyncio.sleep(0)
+        assert service.status().holding and service.status().last_error is None
+        await service.stop()
+
+    asyncio.run(main())
