@@ -52,7 +52,7 @@ async def measure(connect: Callable[[ManualClock], Coordinator], groups: int,
     for ref in refs:
         intent = await coordinator.record_intent(fence, ref, {"incident": ref.group_key}, Told({"fp": "warning"}),
                                                  "first", clock.now)
-        await coordinator.record_sent(fence, intent, {"ts": "1"}, clock.now)
+        await coordinator.record_sent(fence, intent.ref, intent.seq, {"ts": "1"}, clock.now)
     figures = {"renew the lease": await timed(rounds, lambda n: coordinator.claim_lease("dispatch", "bench/1", 15))}
     figures["read the open groups"] = await timed(max(rounds // 10, 5), lambda n: coordinator.log_groups())
     figures["note a pending change"] = await timed(
@@ -62,7 +62,7 @@ async def measure(connect: Callable[[ManualClock], Coordinator], groups: int,
         ref = refs[n % groups]
         intent = await coordinator.record_intent(fence, ref, {}, Told({"fp": "warning", f"fp{n}": "critical"}),
                                                  "new_alerts_in_group", clock.now)
-        await coordinator.record_sent(fence, intent, {"ts": str(n)}, clock.now)
+        await coordinator.record_sent(fence, intent.ref, intent.seq, {"ts": str(n)}, clock.now)
 
     figures["one send's intent + sent records"] = await timed(rounds, send)
     figures["claim an incident id (adopt)"] = await timed(

@@ -139,8 +139,9 @@ class Coordinator(Protocol):
         """Before a send: allocate its sequence number and key (or take over an unconfirmed one) and record it."""
         ...
 
-    async def record_sent(self, fence: Fence, intent: Intent, reply: Mapping[str, Any], at: datetime) -> None:
-        """After the receiver accepted it: the log now records what the intent told, and the receiver's reply."""
+    async def record_sent(self, fence: Fence, ref: GroupRef, seq: int, reply: Mapping[str, Any], at: datetime) -> None:
+        """After the receiver accepted send `seq` (an outbox row holds ref and seq): the log now records what its
+        intent told, and the receiver's reply (a repeat is a no-op)."""
         ...
 
     async def seed_group(self, fence: Fence, ref: GroupRef, labels: Mapping[str, str], told: Told,

@@ -211,35 +211,38 @@ class SqlCoordinator:
                          {**_ref(ref), "seq": seq, "epoch": fence.epoch})
         return Intent(ref, seq, idempotency_key(ref.receiver, ref.group_key, seq), fence.epoch, told, reason, retry)
 
-    async def record_sent(self, fence: Fence, intent: Intent, reply: Mapping[str, Any], at: datetime) -> None:
-        """The receiver took it: the log now says what the intent told; the reply joins the receiver data."""
+    async def record_sent(self, fence: Fence, ref: GroupRef, seq: int, reply: Mapping[str, Any], at: datetime) -> None:
+        """The receiver took send `seq`: the log now says what its intent told; the reply joins the receiver data."""
         async with self.transaction() as tx:
             await self._fence(tx, fence)
-            touched = await tx.run("UPDATE coord_sends SET outcome = 'sent', sent_at = :at, reply = :reply "
-                                   "WHERE seq = :seq AND epoch = :epoch AND outcome IS NULL",
-                                   {"at": to_seconds(at), "reply": json.dumps(dict(reply), sort_keys=True),
-                                    "seq": intent.seq, "epoch": fence.epoch})
-            if touched == 0:
-                done = await tx.rows("SELECT outcome, epoch FROM coord_sends WHERE seq = :seq", {"seq": intent.seq})
-                if done and done[0]["outcome"] == "sent" and int(done[0]["epoch"]) == fence.epoch:
-                    return  # recorded already: a retry after a commit whose answer was lost
-                raise Fenced(f"{self.where}: sent record of send {intent.seq} ({intent.ref}) under {fence} refused: "
-                             "that intent is no longer open under this epoch")
-            row = (await tx.rows(f"SELECT * FROM coord_log WHERE {_REF}{self.row_lock}", _ref(intent.ref)))[0]
+            found = await tx.rows(f"SELECT outcome, epoch, told, reason FROM coord_sends WHERE seq = :seq AND {_REF}",
+                                  {**_ref(ref), "seq": seq})
+            if not found:
+                raise LookupError(f"{self.where}: no send {seq} of {ref} was recorded (record_intent comes first)")
+            send = found[0]
+            if send["outcome"] == "sent" and int(send["epoch"]) == fence.epoch:
+                return  # recorded already: a retry after a commit whose answer was lost
+            if send["outcome"] is not None or int(send["epoch"]) != fence.epoch:
+                raise Fenced(f"{self.where}: sent record of send {seq} ({ref}) under {fence} refused: that intent "
+                             f"is {send['outcome'] or 'open'} under epoch {send['epoch']}")
+            await tx.run("UPDATE coord_sends SET outcome = 'sent', sent_at = :at, reply = :reply WHERE seq = :seq",
+                         {"at": to_seconds(at), "reply": json.dumps(dict(reply), sort_keys=True), "seq": seq})
+            told = json.loads(send["told"])
+            row = (await tx.rows(f"SELECT * FROM coord_log WHERE {_REF}{self.row_lock}", _ref(ref)))[0]
             data = {**json.loads(row["receiver_data"]), **dict(reply)}
-            if intent.seq <= int(row["sent_seq"]):  # a later send was confirmed first: keep its record
+            if seq <= int(row["sent_seq"]):  # a later send was confirmed first: keep its record
                 await tx.run(f"UPDATE coord_log SET receiver_data = :data WHERE {_REF}",
-                             {**_ref(intent.ref), "data": json.dumps(data, sort_keys=True)})
+                             {**_ref(ref), "data": json.dumps(data, sort_keys=True)})
                 return
-            resolved = {fp: t for fp, t in json.loads(row["told_resolved"]).items() if fp not in intent.told.firing}
-            resolved.update({fp: to_seconds(at) for fp in intent.told.resolved})
+            resolved = {fp: t for fp, t in json.loads(row["told_resolved"]).items() if fp not in told["firing"]}
+            resolved.update({fp: to_seconds(at) for fp in told["resolved"]})
             await tx.run(
                 "UPDATE coord_log SET told_firing = :firing, told_resolved = :resolved, first_pending_at = NULL, "
                 "last_sent_at = :at, last_reason = :reason, sent_seq = :seq, receiver_data = :data, epoch = :epoch "
                 f"WHERE {_REF}",
-                {**_ref(intent.ref), "firing": json.dumps(dict(intent.told.firing), sort_keys=True),
-                 "resolved": json.dumps(resolved, sort_keys=True), "at": to_seconds(at), "reason": intent.reason,
-                 "seq": intent.seq, "data": json.dumps(data, sort_keys=True), "epoch": fence.epoch})
+                {**_ref(ref), "firing": json.dumps(told["firing"], sort_keys=True),
+                 "resolved": json.dumps(resolved, sort_keys=True), "at": to_seconds(at), "reason": send["reason"],
+                 "seq": seq, "data": json.dumps(data, sort_keys=True), "epoch": fence.epoch})
 
     async def seed_group(self, fence: Fence, ref: GroupRef, labels: Mapping[str, str], told: Told,
                          receiver_data: Mapping[str, Any], last_sent_at: datetime) -> bool:

@@ -114,10 +114,10 @@ def test_a_paused_holder_that_wakes_after_its_ttl_sends_and_writes_nothing(conne
         assert not ka.may_send() and not ka.holding and ka.fence() is None and ka.time_left() == 0
         # ... and the coordinator refuses its writes even before anyone took over.
         with pytest.raises(Fenced, match="expired"):
-            await a.record_sent(fence_a, intent, {"ts": "1.1"}, clock.now)
+            await a.record_sent(fence_a, intent.ref, intent.seq, {"ts": "1.1"}, clock.now)
         assert await kb.renew()
         with pytest.raises(Fenced, match="held by node-b/1"):
-            await a.record_sent(fence_a, intent, {"ts": "1.1"}, clock.now)
+            await a.record_sent(fence_a, intent.ref, intent.seq, {"ts": "1.1"}, clock.now)
         assert not await ka.renew() and ka.epoch is None
         # B sees A's unconfirmed send and retries it under the same key, flagged as a possible repeat.
         group = await b.log_group(REF)

@@ -8,7 +8,7 @@ from datetime import timedelta
 import pytest
 
 from daemon.coordination.keys import email_message_id, idempotency_key
-from daemon.coordination.model import Coordinator, GroupRef, Told
+from daemon.coordination.model import Coordinator, Fenced, GroupRef, Told
 from daemon.coordination.pending import PendingChange, pending_changes, told_by
 from tests.daemon.coordination.conftest import Connect, run_pair
 from tests.daemon.coordination.test_lease import LABELS, REF, hold_and_send, keep_holding, keepers
@@ -30,9 +30,9 @@ def test_what_one_holder_told_is_what_the_next_reads_and_pending_is_what_fires_m
         assert changes == [PendingChange("firing", "fp-span", "warning")]
         intent = await a.record_intent(ka.fence(), REF, LABELS, told_by(firing, changes), "first", clock.now)
         assert intent.key == idempotency_key(REF.receiver, REF.group_key, intent.seq) and not intent.retry
-        await a.record_sent(ka.fence(), intent, {"channel": "C0ONCALL", "ts": "1764212400.000100"}, clock.now)
+        await a.record_sent(ka.fence(), intent.ref, intent.seq, {"channel": "C0ONCALL", "ts": "1764212400.000100"}, clock.now)
         # Recorded again (its commit's answer was lost on the way back): the same record, no error.
-        await a.record_sent(ka.fence(), intent, {"channel": "C0ONCALL", "ts": "1764212400.000100"}, clock.now)
+        await a.record_sent(ka.fence(), intent.ref, intent.seq, {"channel": "C0ONCALL", "ts": "1764212400.000100"}, clock.now)
         # B (the standby) reads the same record: nothing is pending for what A told.
         group = await b.log_group(REF)
         assert group.told_firing == firing and group.last_sent_at == clock.now and group.first_pending_at is None
@@ -53,10 +53,10 @@ def test_a_group_closed_and_reopened_keeps_counting_so_its_keys_never_repeat(con
         await hold_and_send(clock, ka)
         fence = ka.fence()
         first = await a.record_intent(fence, REF, LABELS, Told({"fp-lag": "warning"}), "first", clock.now)
-        await a.record_sent(fence, first, {"message_id": email_message_id(first.key)}, clock.now)
+        await a.record_sent(fence, first.ref, first.seq, {"message_id": email_message_id(first.key)}, clock.now)
         await keep_holding(clock, ka, 60)
         resolve = await a.record_intent(fence, REF, LABELS, Told({}, ("fp-lag",)), "resolved", clock.now)
-        await a.record_sent(fence, resolve, {}, clock.now)
+        await a.record_sent(fence, resolve.ref, resolve.seq, {}, clock.now)
         group = await a.log_group(REF)
         assert group.told_firing == {} and set(group.told_resolved) == {"fp-lag"}
         await a.close_group(fence, REF, clock.now)
@@ -82,8 +82,8 @@ def test_a_send_confirmed_late_does_not_undo_a_later_one(connect: Connect) -> No
         newer = await a.record_intent(fence, REF, LABELS, Told({"fp-1": "warning", "fp-2": "critical"}),
                                       "new_alerts_in_group", clock.now)
         assert newer.seq > older.seq and not newer.retry
-        await a.record_sent(fence, newer, {"ts": "2"}, clock.now)
-        await a.record_sent(fence, older, {"ts": "1"}, clock.now)
+        await a.record_sent(fence, newer.ref, newer.seq, {"ts": "2"}, clock.now)
+        await a.record_sent(fence, older.ref, older.seq, {"ts": "1"}, clock.now)
         group = await b.log_group(REF)
         assert group.told_firing == {"fp-1": "warning", "fp-2": "critical"} and group.last_reason == "new_alerts_in_group"
 
@@ -149,3 +149,22 @@ def test_the_email_message_id_of_a_key_is_the_one_the_email_receiver_writes() ->
                                 idempotency_key=key)
     mail = EmailNotifier("oncall-mail", "smtp.ops.example", 587, "rw@ops.example", ["oncall@ops.example"])
     assert mail.build(notification, None)["Message-ID"] == email_message_id(key, "ops.example")
+
+
+def test_a_holder_that_lost_and_retook_the_lease_retries_its_unconfirmed_send_under_the_same_key(
+        connect: Connect) -> None:
+    async def scenario(clock: ManualClock, a: Coordinator, b: Coordinator) -> None:
+        ka, _ = keepers(clock, a, b)
+        await hold_and_send(clock, ka)
+        told = Told({"fp-span": "warning"})
+        intent = await a.record_intent(ka.fence(), REF, LABELS, told, "first", clock.now)
+        clock.advance(16)  # its send hung past the deadline; the lease expired, nobody else wanted it
+        assert await ka.renew() and ka.epoch == intent.epoch + 1
+        with pytest.raises(Fenced, match=f"is open under epoch {intent.epoch}"):
+            await a.record_sent(ka.fence(), REF, intent.seq, {"ts": "1.1"}, clock.now)
+        again = await a.record_intent(ka.fence(), REF, LABELS, told, "first", clock.now)
+        assert (again.seq, again.key, again.retry) == (intent.seq, intent.key, True)
+        await a.record_sent(ka.fence(), REF, again.seq, {"ts": "1.1"}, clock.now)
+        assert (await b.log_group(REF)).told_firing == {"fp-span": "warning"}
+
+    run_pair(connect, scenario)
