@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test test-fast bench bench-streaming lint java chromium clean
+.PHONY: demo test test-fast bench bench-streaming lint java chromium postgresql clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -28,17 +28,28 @@ chromium:
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
 	  else echo "the browser tests need Debian's chromium: apt-get install chromium" >&2; exit 1; fi; }
 
+# The HA coordinator's tests run a real PostgreSQL on loopback (tests/helpers/postgres.py) from
+# Debian's server binaries (/usr/lib/postgresql/<version>/bin); no cluster of the package's own is created.
+postgresql:
+	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing PostgreSQL for the HA coordinator's tests"; \
+	    mkdir -p /etc/postgresql-common && echo "create_main_cluster = false" >> /etc/postgresql-common/createcluster.conf; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+	      -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold postgresql; \
+	  else echo "the HA tests need Debian's PostgreSQL server: apt-get install postgresql" >&2; exit 1; fi; }
+
 demo: $(STAMP) java
 	$(VENV)/bin/rocketwatch demo
 
-test: $(STAMP) java chromium
+test: $(STAMP) java chromium postgresql
 	$(PY) -m pytest
 
 # The inner loop: every test that starts neither Spark nor a daemon subprocess, on both cores (~1.5 min).
-test-fast: $(STAMP)
+test-fast: $(STAMP) postgresql
 	$(PY) -m pytest -m "not spark" -n 2 -q
 
-bench: $(STAMP) java
+bench: $(STAMP) java postgresql
 	$(PY) -m pip install --quiet -e ".[test,bench]"
 	for f in $(filter-out bench/streaming.py bench/streaming_ways.py,$(wildcard bench/*.py)); do echo "== $$f"; $(PY) $$f || exit 1; done
 

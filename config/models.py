@@ -18,6 +18,7 @@ from pydantic import (
     model_validator,
 )
 
+from config.ha import HaConfig
 from config.matchers import parse_matcher
 from config.name_filter import NameFilter, Selection, compile_pattern
 from config.receivers import ReceiverConfig
@@ -317,6 +318,7 @@ class RocketwatchConfig(_Strict):
     http: HttpConfig = Field(default_factory=HttpConfig)
     daemon: DaemonConfig = Field(default_factory=DaemonConfig)
     maintenance: MaintenanceConfig = Field(default_factory=MaintenanceConfig)
+    ha: HaConfig | None = Field(default=None, description="two or three daemons, one notification (config/ha.py)")
 
     @model_validator(mode="after")
     def _unique_clusters(self) -> RocketwatchConfig:

@@ -15,6 +15,9 @@ import pytest
 
 from daemon.store.writer import ParquetStore
 
+# A real PostgreSQL on loopback for the HA coordinator's tests (fixtures postgres_server, postgres, postgres_dsn).
+pytest_plugins = ["tests.helpers.postgres"]
+
 # Tests that start Spark in a subprocess without the fixture, in files edited by another change right
 # now: marked from here until their own file says `@pytest.mark.spark`.
 STARTS_SPARK = {

@@ -38,3 +38,22 @@ def test_the_checker_names_an_upward_import_a_circle_and_a_loose_module(tmp_path
     assert ("upward", "daemon/alerts/tracker.py") in kinds
     assert ("cycle", "daemon/notify/slack.py") in kinds
     assert ("unranked", "daemon/helpers.py") in kinds
+
+
+def test_coordination_sits_below_alerts_beside_the_store_and_above_common(tmp_path: Path) -> None:
+    # DESIGN §3: daemon.alerts may use the coordinator; the coordinator uses neither alerts nor the store.
+    root = _tree(tmp_path, {
+        "daemon/__init__.py": "", "daemon/alerts/__init__.py": "", "daemon/store/__init__.py": "",
+        "daemon/common/__init__.py": "", "daemon/coordination/__init__.py": "",
+        "daemon/alerts/incidents.py": "from daemon.coordination import lease\n",
+        "daemon/coordination/lease.py": "from daemon.common import sdnotify\n",
+        "daemon/common/sdnotify.py": "",
+        "daemon/coordination/sqlite.py": "import daemon.alerts.db\nimport daemon.store.writer\n",
+        "daemon/alerts/db.py": "", "daemon/store/writer.py": "",
+        "spark/__init__.py": "", "config/__init__.py": "", "rules/__init__.py": "",
+    })
+    found = {(v.line().split(": ")[1], v.importer, v.imported) for v in find_violations(root)}
+    assert found == {
+        ("upward", "daemon.coordination.sqlite", "daemon.alerts.db"),
+        ("same-rank", "daemon.coordination.sqlite", "daemon.store.writer"),
+    }

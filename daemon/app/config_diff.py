@@ -18,13 +18,13 @@ from daemon.app.jobs import job_intervals
 from daemon.notify.routing import Route, Router
 
 # Settings read once at start; a reload keeps the running value and says a restart is needed.
-RESTART_ONLY = ("state_dir", "store", "spark.master", "spark.conf", "http.enabled", "http.listen")
+RESTART_ONLY = ("state_dir", "store", "spark.master", "spark.conf", "http.enabled", "http.listen", "ha")
 
 # Settings described by their own section of ConfigChanges rather than as "also applied".
 _DESCRIBED = {
     "clusters", "rules", "rule_overrides", "notify", "collect.interval", "evaluate.interval",
     "evaluate.stale_after", "maintenance.interval", "state_dir", "store_path", "spark", "http.enabled",
-    "http.listen",
+    "http.listen", "ha",
 }
 _REBUILD = "kept state is rebuilt from the store at the next evaluation"
 
@@ -158,6 +158,7 @@ def applied_config(running: RocketwatchConfig, loaded: RocketwatchConfig) -> Roc
     http = loaded.http.model_copy(update={"enabled": running.http.enabled, "listen": running.http.listen})
     return loaded.model_copy(update={
         "state_dir": running.state_dir, "store_path": running.store_path, "spark": running.spark, "http": http,
+        "ha": running.ha,
     })
 
 
@@ -178,7 +179,19 @@ def restart_needed(old: RocketwatchConfig, new: RocketwatchConfig) -> list[str]:
         keys = sorted(k for k in old.spark.conf.keys() | new.spark.conf.keys()
                       if old.spark.conf.get(k) != new.spark.conf.get(k))
         found.append(f"spark.conf ({', '.join(keys)})")
+    if old.ha != new.ha:
+        # The coordinator and the lease are set up at start; a node joins or leaves HA by a restart.
+        found.append(f"ha ({_ha_text(old)} -> {_ha_text(new)})")
     return found
+
+
+def _ha_text(config: RocketwatchConfig) -> str:
+    # Where and how, never a secret: the connection string holds none (config/ha.py refuses it).
+    if config.ha is None:
+        return "single node"
+    lease = config.ha.lease
+    return (f"node {config.ha.node or 'host name'}, lease ttl {format_duration(lease.ttl)} renew "
+            f"{format_duration(lease.renew_every)} margin {format_duration(lease.margin)}")
 
 
 def route_changes(old: NotifyConfig, new: NotifyConfig) -> list[str]:

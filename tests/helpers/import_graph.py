@@ -52,7 +52,7 @@ RANKS: tuple[tuple[str, ...], ...] = (
     ("daemon.http", "daemon.offline", "daemon.diagnose", "daemon.simulator"),
     ("daemon.notify",),
     ("daemon.alerts",),
-    ("daemon.collectors", "daemon.store"),
+    ("daemon.collectors", "daemon.store", "daemon.coordination"),
     ("daemon.common",),
     ("spark",),
     ("config",),

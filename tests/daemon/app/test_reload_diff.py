@@ -171,3 +171,13 @@ def test_restart_only_settings_are_named_and_kept_at_their_running_value(tmp_pat
 def test_durations_read_as_the_config_writes_them() -> None:
     assert [format_duration(timedelta(seconds=s)) for s in (0, 45, 60, 90, 3600, 5400, 86400, 1.5)] == [
         "0s", "45s", "1m", "1m30s", "1h", "1h30m", "1d", "1.5s"]
+
+
+def test_turning_ha_on_or_changing_its_lease_waits_for_a_restart() -> None:
+    running = config()
+    loaded = config(ha={"connection": "host=pg dbname=rocketwatch user=rw", "password_env": "RW_PG_PASSWORD",
+                        "node": "ops-1", "lease": {"ttl": "30s", "renew_every": "10s", "margin": "5s"}})
+    changes = diff_configs(running, loaded, [], [])
+    assert changes.restart == ("ha (single node -> node ops-1, lease ttl 30s renew 10s margin 5s)",)
+    assert changes.applied == ()
+    assert applied_config(running, loaded).ha is None

@@ -1,0 +1,80 @@
+"""The shared tables, versioned: one SQL text for PostgreSQL and SQLite (times are seconds since the epoch,
+JSON is text), applied in order at open; entry i brings the schema to version i + 1.
+
+Never edit an entry once released: append one. Two daemons starting together are serialised by the
+caller (PostgreSQL: an advisory lock taken first in the migrating transaction; SQLite: BEGIN IMMEDIATE).
+"""
+
+from __future__ import annotations
+
+MIGRATIONS: list[str] = [
+    """
+    -- The lease: who may dispatch. Taken and renewed by compare-and-set against the coordinator's clock;
+    -- epoch grows with every new holder, and every shared write names the epoch it was made under.
+    CREATE TABLE coord_lease (
+        name        TEXT PRIMARY KEY,
+        holder      TEXT NOT NULL,               -- node name and process instance of the holder
+        epoch       BIGINT NOT NULL,
+        expires_at  DOUBLE PRECISION NOT NULL,   -- seconds since the epoch, coordinator's clock
+        acquired_at DOUBLE PRECISION NOT NULL,   -- when this epoch began
+        renewed_at  DOUBLE PRECISION NOT NULL
+    );
+    -- Sequence numbers of sends, never reused (a group closed and reopened keeps counting up), so
+    -- the idempotency keys derived from them never repeat.
+    CREATE TABLE coord_counters (name TEXT PRIMARY KEY, value BIGINT NOT NULL);
+    INSERT INTO coord_counters (name, value) VALUES ('send_seq', 0);
+    -- The content-based notification log: per route, receiver and alert group, what its receiver
+    -- was told (firing fingerprints with severity, resolves), when, and the receiver's reply
+    -- (Slack channel/ts, email Message-ID). Pending = the holder's current alerts minus this.
+    CREATE TABLE coord_log (
+        route            TEXT NOT NULL,
+        receiver         TEXT NOT NULL,
+        group_key        TEXT NOT NULL,
+        group_labels     TEXT NOT NULL,          -- JSON object
+        told_firing      TEXT NOT NULL,          -- JSON object: fingerprint -> severity
+        told_resolved    TEXT NOT NULL,          -- JSON object: fingerprint -> seconds told
+        first_pending_at DOUBLE PRECISION,
+        last_sent_at     DOUBLE PRECISION,
+        last_reason      TEXT,
+        seq              BIGINT NOT NULL,        -- latest send's sequence number (0: none yet)
+        sent_seq         BIGINT NOT NULL,        -- latest send confirmed by its receiver
+        receiver_data    TEXT NOT NULL,          -- JSON object
+        closed           INTEGER NOT NULL,       -- 1: nothing firing, nothing pending
+        epoch            BIGINT NOT NULL,        -- the lease epoch of the last write
+        PRIMARY KEY (route, receiver, group_key)
+    );
+    -- The send protocol: an intent before the send, its sent record (with the reply) after.
+    CREATE TABLE coord_sends (
+        seq             BIGINT PRIMARY KEY,
+        route           TEXT NOT NULL,
+        receiver        TEXT NOT NULL,
+        group_key       TEXT NOT NULL,
+        idempotency_key TEXT NOT NULL UNIQUE,
+        epoch           BIGINT NOT NULL,
+        holder          TEXT NOT NULL,
+        told            TEXT NOT NULL,           -- JSON: {"firing": {fp: severity}, "resolved": [fp]}
+        reason          TEXT NOT NULL,
+        intent_at       DOUBLE PRECISION NOT NULL,
+        attempts        INTEGER NOT NULL,        -- holders that recorded this intent
+        outcome         TEXT,                    -- NULL open, 'sent', 'superseded'
+        sent_at         DOUBLE PRECISION,
+        reply           TEXT                     -- JSON object: the receiver's answer
+    );
+    CREATE INDEX coord_sends_open ON coord_sends (route, receiver, group_key, outcome);
+    -- Incidents' identity: every daemon takes the id of the incident open at a locus before opening one.
+    CREATE TABLE coord_incidents (
+        id          TEXT PRIMARY KEY,
+        locus       TEXT NOT NULL,               -- JSON object, keys sorted
+        opened_at   DOUBLE PRECISION NOT NULL,
+        resolved_at DOUBLE PRECISION,
+        opened_by   TEXT NOT NULL
+    );
+    CREATE UNIQUE INDEX coord_incidents_open_locus ON coord_incidents (locus) WHERE resolved_at IS NULL;
+    """,
+]
+
+
+def statements(script: str) -> list[str]:
+    """The statements of one migration (no ';' inside strings or comments in ours), comments dropped."""
+    body = "\n".join(line.split("--", 1)[0] for line in script.splitlines())
+    return [s.strip() for s in body.split(";") if s.strip()]

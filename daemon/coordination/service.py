@@ -1,0 +1,90 @@
+"""The coordinator and the lease as one running service of the daemon: opened (and migrated) at start,
+renewed in the background, given up at shutdown; its state read by metrics and the status page."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from datetime import datetime
+
+from daemon.coordination.lease import LeaseKeeper
+from daemon.coordination.model import Coordinator, CoordinatorUnavailable
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class LeaseStatus:
+    """What an operator asks: who sends, since when, and whether this daemon can reach the coordinator."""
+
+    me: str
+    holding: bool  # this daemon holds the lease (within its deadline)
+    may_send: bool  # ... and is past a new holder's wait
+    epoch: int | None  # the epoch seen last (ours, or the holder's)
+    holder: str | None  # who held it at the last successful claim
+    holder_since: datetime | None
+    expires_at: datetime | None  # on the coordinator's clock
+    last_error: str | None  # why the last claim failed, while it fails
+    renewals: int
+    failures: int
+
+
+class CoordinationService:
+    """Owns the coordinator's connection and the lease keeper's renewal task."""
+
+    def __init__(self, coordinator: Coordinator, keeper: LeaseKeeper) -> None:
+        self.coordinator = coordinator
+        self.keeper = keeper
+        self._stopping = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self.open_error: str | None = None  # the coordinator could not be opened (yet)
+
+    async def start(self) -> None:
+        """Open the coordinator (migrating its schema) and start renewing. A coordinator away at start is
+        no reason not to start: the daemon runs, holds nothing, and opens it as soon as it answers."""
+        self._stopping.clear()
+        await self._open()
+        self._task = asyncio.get_running_loop().create_task(self._run(), name="lease")
+        log.info("coordination: lease %r renewed every %gs as %s", self.keeper.name,
+                 self.keeper.timing.renew_every, self.keeper.holder)
+
+    async def _open(self) -> bool:
+        try:
+            await self.coordinator.open()
+        except CoordinatorUnavailable as exc:
+            self.open_error = str(exc)
+            log.warning("coordination: %s; not dispatching until it answers (retry every %gs)", exc,
+                        self.keeper.timing.renew_every)
+            return False
+        self.open_error = None
+        return True
+
+    async def _run(self) -> None:
+        while self.open_error is not None and not self._stopping.is_set():
+            sleeper = asyncio.ensure_future(self.keeper.clock.sleep(self.keeper.timing.renew_every))
+            stop = asyncio.ensure_future(self._stopping.wait())
+            await asyncio.wait({sleeper, stop}, return_when=asyncio.FIRST_COMPLETED)
+            for task in (sleeper, stop):
+                task.cancel()
+            if not self._stopping.is_set():
+                await self._open()
+        await self.keeper.run(self._stopping)
+
+    async def stop(self) -> None:
+        """Stop renewing, give the lease up, close the coordinator."""
+        self._stopping.set()
+        if self._task is not None:
+            await self._task
+            self._task = None
+        await self.coordinator.close()
+
+    def status(self) -> LeaseStatus:
+        """The lease as this daemon sees it now."""
+        keeper, last = self.keeper, self.keeper.last
+        return LeaseStatus(
+            me=keeper.holder, holding=keeper.holding, may_send=keeper.may_send(),
+            epoch=keeper.epoch if keeper.epoch is not None else (last.epoch if last else None),
+            holder=last.holder if last else None, holder_since=last.acquired_at if last else None,
+            expires_at=last.expires_at if last else None, last_error=self.open_error or keeper.last_error,
+            renewals=keeper.renewals, failures=keeper.failures)
