@@ -8,6 +8,7 @@ incident identity — is here, so the two implementations cannot drift apart.
 from __future__ import annotations
 
 import json
+from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from contextlib import AbstractAsyncContextManager
 from datetime import datetime
@@ -44,7 +45,7 @@ class Tx(Protocol):
         ...
 
 
-class SqlCoordinator:
+class SqlCoordinator(ABC):
     """The Coordinator interface over any `Tx`; PostgresCoordinator and SqliteCoordinator supply one."""
 
     server_now_sql = ""  # the database's clock, seconds since the epoch
@@ -54,10 +55,11 @@ class SqlCoordinator:
     def __init__(self, clock: Clock) -> None:
         self.clock = clock
 
+    @abstractmethod
     def transaction(self) -> AbstractAsyncContextManager[Tx]:
         """One transaction; raises CoordinatorUnavailable when the database cannot be reached."""
-        raise NotImplementedError
 
+    @abstractmethod
     async def lock_schema(self, tx: Tx) -> None:
         """Serialise migrations between daemons starting together (first statement of the migration)."""
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from daemon.coordination.clock import Clock, SystemClock
-from daemon.coordination.sql import SqlCoordinator
+from daemon.coordination.sql import SqlCoordinator, Tx
 
 
 class _SqliteTx:
@@ -60,6 +60,9 @@ class SqliteCoordinator(SqlCoordinator):
         if self._conn is not None:
             self._conn.close()
             self._conn = None
+
+    async def lock_schema(self, tx: Tx) -> None:
+        """Nothing to take: BEGIN IMMEDIATE already serialises writers of one SQLite file."""
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[_SqliteTx]:
