@@ -60,6 +60,7 @@ class Page:
     title: str  # after the status tag: `orderConsumerA (prod): StuckMessage and 2 alerts it explains`
     cause_found: str | None  # the update's line when the cause arrived after its consequences
     ended: str | None  # the resolve message's line: how long it lasted, what ended it
+    cause_found_why: str | None = None  # `cause_found` with each link's why: the thread reply, said on its own
 
     @property
     def cause_known(self) -> bool:
@@ -120,7 +121,9 @@ def page(n: Notification) -> Page | None:
     # An alert the notification carries that the incident does not list (it moved on): shown, unexplained.
     also += [Entry(a.fingerprint, a.rule, a, a.resolved_at) for a in n.alerts if a.fingerprint not in members]
     draft = Page(incident, lead, label, followed, also, "", None, None)
-    return Page(incident, lead, label, followed, also, _title(n, draft), _cause_found(n, draft), _ended(n, draft))
+    found = _cause_found(n, draft)
+    return Page(incident, lead, label, followed, also, _title(n, draft), found[0] if found else None, _ended(n, draft),
+                found[1] if found else None)
 
 
 # ---- sentences -----------------------------------------------------------------------------------
@@ -150,8 +153,9 @@ def _what(n: Notification, p: Page) -> str:
     return ", ".join(names)
 
 
-def _cause_found(n: Notification, p: Page) -> str | None:
-    """`Cause found: StuckMessage on broker-a/OrderTopic/3 explains ProcessQueueSpanTooLong: <why>`."""
+def _cause_found(n: Notification, p: Page) -> tuple[str, str] | None:
+    """`Cause found: StuckMessage on broker-a/OrderTopic/3 explains ProcessQueueSpanTooLong.`, and the same
+    with each link's why (`...ProcessQueueSpanTooLong: <why>`) for a message that does not list them."""
     if not (n.is_update and n.status == "firing" and p.cause_known and p.lead.firing):
         return None
     new = {c.fingerprint for c in n.changes if c.kind == "firing"}
@@ -163,11 +167,14 @@ def _cause_found(n: Notification, p: Page) -> str | None:
         return None
     spot = spot_of(p.lead.alert.labels) if p.lead.alert else ""
     by_link = Counter((e.rule, e.why) for e in earlier)
+    head = f"Cause found: {p.lead.rule}{f' on {spot}' if spot else ''} explains "
+    rules = Counter(e.rule for e in earlier)
+    short = ", ".join(f"{rule}{f' ×{count}' if count > 1 else ''}" for rule, count in rules.items())
     explained = "; ".join(
         f"{rule}{f' ×{count}' if count > 1 else ''}{f': {why}' if why else ''}"
         for (rule, why), count in by_link.items()
     )
-    return f"Cause found: {p.lead.rule}{f' on {spot}' if spot else ''} explains {explained}"
+    return f"{head}{short}.", f"{head}{explained}"
 
 
 def _ended(n: Notification, p: Page) -> str | None:

@@ -59,7 +59,7 @@ def _extension(n: Notification) -> dict[str, Any]:
              "joined_at": m.joined_at.isoformat(), "resolved_at": m.resolved_at.isoformat() if m.resolved_at else None}
             for m in incident.members
         ],
-        "cause_found": p.cause_found,
+        "cause_found": p.cause_found_why,
         "ended": p.ended,
     }
     return extension
