@@ -501,5 +501,5 @@ def test_webhook_without_incident_grouping_has_no_incident_object(db):
         play(pipeline, [(0, lambda: [span()])],
              build_notifiers([WebhookReceiver(type="webhook", name="hook", url=hook.url)], {}))
         (body,) = hook.bodies
-    assert set(body["rocketwatch"]) == {"subject", "is_update", "changes"}
+    assert set(body["rocketwatch"]) == {"subject", "is_update", "changes", "lead", "links"}
     assert body["rocketwatch"]["subject"] == "WARNING ProcessQueueSpanTooLong · orderConsumerA · prod"
