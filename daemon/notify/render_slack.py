@@ -68,13 +68,16 @@ def lead_text(lead: c.Lead) -> str:
             line += f" for {esc(lead.lasted)} (since <!date^{int(lead.since.timestamp())}^{{time_secs}}|{fallback}>)"
         if lead.figure:
             line += f" · {esc(lead.figure)}"
-        lines = [line]
+        # The links close the first line, short labels, so the first step still opens a phone's first screen.
+        lines = [" · ".join([line, *_links(lead)])]
         if lead.first_step:
             lines.append(f"*First step:* {esc(lead.first_step)}")
-    links = lead.links()
-    if links:
-        lines.append(" · ".join(f"<{url.replace('&', '&amp;')}|{label}>" for label, url in links))
-    return "\n".join(lines)
+        return "\n".join(lines)
+    return "\n".join(lines + ([" · ".join(_links(lead))] if lead.links() else []))
+
+
+def _links(lead: c.Lead) -> list[str]:
+    return [f"<{url.replace('&', '&amp;')}|{label}>" for label, url in lead.links()]
 
 
 def slack_message(
