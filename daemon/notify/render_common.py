@@ -165,7 +165,7 @@ def title(n: Notification) -> str:
     who = labels.get("group") or labels.get("broker") or labels.get("topic") or ""
     cluster = labels.get("cluster") or (common(n, "cluster") or "")
     if p is not None and not who:
-        who = render_incident.place({}) or _who_of_id(p.incident.id)
+        who = _who_of_id(p.incident.id)
     return " · ".join(part for part in (f"{state} {problem}", who, cluster) if part)
 
 
