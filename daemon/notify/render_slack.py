@@ -149,12 +149,14 @@ def _bodies(page: Layout, shown: list[Item], hidden: int):
     lead = [i for i in shown if i.lead]
     rest = [i for i in shown if not i.lead]
     folded = len(rest) + hidden
-    for lead_item in (lead, [replace(i, diagnosis="") for i in lead], [replace(i, diagnosis="", next_steps="") for i in lead]):
-        blocks = [b for i in lead_item for b in _item_blocks(i, "")]
-        lines = [f"• {_mark(i.state)} *{esc(i.head)}*: {esc(i.text)}" for i in rest]
-        step = max(1, len(lines) // 8)  # many lines: drop them a few at a time
-        for keep in [*range(len(lines), 0, -step), 0]:
-            note = _folded_note(page, folded, len(lines) - keep + hidden)
+    lines = [f"• {_mark(i.state)} *{esc(i.head)}*: {esc(i.text)}" for i in rest]
+    # Every summary listed first; the lead gives up its diagnosis, then its next steps, before a summary goes.
+    leads = [lead, [replace(i, diagnosis="") for i in lead], [replace(i, diagnosis="", next_steps="") for i in lead]]
+    step = max(1, len(lines) // 8)  # many lines: drop them a few at a time
+    for keep in [*range(len(lines), 0, -step), 0]:
+        note = _folded_note(page, folded, len(lines) - keep + hidden)
+        for lead_items in leads:
+            blocks = [b for i in lead_items for b in _item_blocks(i, "")]
             yield blocks + [_section(t) for t in slack_budget.pack(lines[:keep])] + [_context(note)]
 
 

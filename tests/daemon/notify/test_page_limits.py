@@ -56,12 +56,11 @@ def _value(name: str, column_type: str | None, draw) -> object:
 def alerts(draw, index: int) -> AlertSnapshot:
     rule = RULES[draw(st.sampled_from(sorted(RULES)))]
     table = rule.table_def
-    values: dict[str, object] = {}
+    values: dict[str, object] = {"severity": draw(st.sampled_from(["warning", "critical"]))}
     for field in TEMPLATE_FIELDS:
         for name in template_names(getattr(rule, field)):
             column = table.column(name)
             values.setdefault(name, _value(name, column.type if column is not None else None, draw))
-    values.setdefault("severity", draw(st.sampled_from(["warning", "critical"])))
     annotations = {field: tidy(render_template(parse_template(getattr(rule, field)), values))
                    for field in TEMPLATE_FIELDS if getattr(rule, field)}
     labels = {k: LONG[k] for k in ("cluster", "group", "topic", "broker", "client_id")} | {"queue_id": str(index % 16)}
