@@ -9,20 +9,22 @@ from daemon.notify.model import Notification
 from daemon.notify.render_layout import Layout, layout
 
 
-def lead_lines(lead: c.Lead) -> list[str]:
-    """The two lines that open every page, then the links: what, where, for how long, how bad, what first."""
+def summary_lines(lead: c.Lead) -> list[str]:
+    """The two lines that open every page: what and where, for how long, how bad; what to do first."""
     if lead.ended:
-        lines = [lead.ended]
-    else:
-        since = f" (since {render_incident.clock(lead.since, lead.now)})" if lead.since else ""
-        lines = [f"{lead.what}" + (f" for {lead.lasted}{since}" if lead.lasted else "")
-                 + (f" · {lead.figure}" if lead.figure else "")]
-        if lead.first_step:
-            lines.append(f"First step: {lead.first_step}")
-    links = lead.links()
-    if links:
-        lines.append(" · ".join(f"{label}: {url}" for label, url in links))
+        return [lead.ended]
+    since = f" (since {render_incident.clock(lead.since, lead.now)})" if lead.since else ""
+    lines = [f"{lead.what}" + (f" for {lead.lasted}{since}" if lead.lasted else "")
+             + (f" · {lead.figure}" if lead.figure else "")]
+    if lead.first_step:
+        lines.append(f"First step: {lead.first_step}")
     return lines
+
+
+def lead_lines(lead: c.Lead) -> list[str]:
+    """The summary lines, then the links."""
+    links = lead.links()
+    return summary_lines(lead) + ([" · ".join(f"{label}: {url}" for label, url in links)] if links else [])
 
 
 def text(n: Notification, rules: RuleLookup | None = None, external_url: str = "", detail: str = "full") -> str:

@@ -28,6 +28,10 @@ def alertmanager_payload(receiver: str, n: Notification, external_url: str = "",
     alerts = [_alert(a, source) for a in n.alerts]
     common_labels = _common([a["labels"] for a in alerts])
     common_annotations = _common([a["annotations"] for a in alerts])
+    if len(n.alerts) > 1 or render_incident.page(n) is not None:
+        # What a pager shows of the group: the page's two lead lines (what, where, how long, how bad,
+        # what first), where Alertmanager would put the alerts' one common summary.
+        common_annotations["summary"] = "\n".join(render_text.summary_lines(lead))
     return {
         "version": "4",
         "groupKey": n.group_key,

@@ -124,6 +124,8 @@ def test_webhook_alerts_carry_the_incident_as_generator_url_and_the_lead(db):  #
     assert [a["generatorURL"] for a in body["alerts"]] == [link, link]
     assert body["rocketwatch"]["links"]["Incident page"] == link
     assert body["rocketwatch"]["lead"][0].startswith("StuckMessage on broker-a/OrderTopic/3 and 1 alert it explains")
+    # A pager reading commonAnnotations.summary gets the page's lead lines.
+    assert body["commonAnnotations"]["summary"] == body["rocketwatch"]["lead"][0]
 
 
 def test_check_warns_when_links_lead_to_a_form_that_refuses_them(tmp_path):
