@@ -257,7 +257,8 @@ def first_step(a: AlertSnapshot) -> str:
 
 def _ended_plain(n: Notification) -> str:
     last = max((a.resolved_at for a in n.alerts if a.resolved_at), default=n.created_at)
-    return f"All alerts of this group resolved at {when(last)}."
+    first = min((a.fired_at or a.active_at for a in n.alerts), default=last)
+    return f"Resolved after {render_incident.duration(last - first)}: all alerts of this group resolved at {when(last)}."
 
 
 def incident_link(external_url: str, incident_id: str) -> str:

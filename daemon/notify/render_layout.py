@@ -14,6 +14,7 @@ The rules it keeps (issue 44):
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 
 from daemon.alerts.figures import RuleLookup
 from daemon.notify import render_common as c
@@ -157,18 +158,26 @@ def _resolved_line(e: Entry, p: Page) -> str:
     """`StuckMessage on broker-a/OrderTopic/3: 08:02:01–08:10:30 UTC (8 min 29 s); last seen: <summary>`."""
     a = e.alert
     start = (a.fired_at or a.active_at) if a is not None else None
-    end = e.resolved_at
-    opened = p.incident.opened_at
-    if start is not None and end is not None:
-        span = (f"{render_incident.clock(start, opened)}–{render_incident.clock(end, opened)} "
-                f"({render_incident.duration(end - start)})")
-    else:
-        span = f"resolved at {render_incident.clock(end, opened)}"
     seen = a.annotations.get("summary", "") if a is not None else ""
-    return f"{e.named}: {span}" + (f"; last seen: {seen}" if seen else "")
+    return resolved_line(e.named, start, e.resolved_at, seen, p.incident.opened_at)
+
+
+def resolved_line(named: str, start: datetime | None, end: datetime | None, seen: str, day_of: datetime) -> str:
+    """One alert of a resolve: what and where, from when to when (how long), and what it said last."""
+    clock = render_incident.clock
+    if start is not None and end is not None:
+        span = f"{clock(start, day_of)}–{clock(end, day_of)} ({render_incident.duration(end - start)})"
+    else:
+        span = f"resolved at {clock(end, day_of)}"
+    return f"{named}: {span}" + (f"; last seen: {seen}" if seen else "")
 
 
 # ---- a notification not about an incident ------------------------------------------------------
+
+
+def _named(a: AlertSnapshot) -> str:
+    spot = render_incident.spot_of(a.labels)
+    return f"{a.rule} on {spot}" if spot else a.rule
 
 
 def _plain(n: Notification, lead: c.Lead, rules: RuleLookup | None) -> Layout:
@@ -177,8 +186,8 @@ def _plain(n: Notification, lead: c.Lead, rules: RuleLookup | None) -> Layout:
     notices = [f"Reminder. {c.reminder_line(n)}"] if n.reason == c.REMINDER and not (n.is_update and n.changes) else []
     changes = [c.change_line(n, ch, rules) for ch in n.changes] if n.is_update and n.status == "firing" else []
     if n.status == "resolved":
-        lines = [f"{render_incident.spot_of(a.labels) or a.rule}: {a.rule}, " + c.timeline(a, rules).split(" · ", 1)[1]
-                 for a in n.alerts]
+        lines = [resolved_line(_named(a), a.fired_at or a.active_at, a.resolved_at, a.annotations.get("summary", ""),
+                               n.created_at) for a in n.alerts]
         return Layout(title, lead, notices, [], [], lines, footer)
     new = c.newly_firing(n)
     items = [Item(f"[{a.state.upper()}] {(a.severity or '').upper()} {a.rule}".replace("  ", " "), c.summary(a, rules),
