@@ -319,6 +319,10 @@ class RocketwatchConfig(_Strict):
     daemon: DaemonConfig = Field(default_factory=DaemonConfig)
     maintenance: MaintenanceConfig = Field(default_factory=MaintenanceConfig)
     ha: HaConfig | None = Field(default=None, description="two or three daemons, one notification (config/ha.py)")
+    external_url: str = Field(
+        default="", pattern=r"^(https?://\S+)?$",
+        description="the address operators reach the status page at (as Prometheus's --web.external-url); every "
+        "page then links <external_url>/incidents/<id> and the silence form; default none: no links")
 
     @model_validator(mode="after")
     def _unique_clusters(self) -> RocketwatchConfig:

@@ -38,10 +38,15 @@ class _Receiver(BaseModel):
     name: str = Field(min_length=1, description="unique name, used in logs and the outbox")
 
 
+Detail = Literal["full", "compact"]
+_DETAIL = "full: the lead, the diagnosis and next steps, what followed; compact: summaries, figures and the link"
+
+
 class ConsoleReceiver(_Receiver):
     """Print notifications to the daemon's standard output (the demo's terminal)."""
 
     type: Literal["console"]
+    detail: Detail = Field(default="full", description=_DETAIL)
 
 
 class SlackReceiver(_Receiver):
@@ -53,6 +58,12 @@ class SlackReceiver(_Receiver):
     token_env: str | None = Field(default=None, description="environment variable holding the bot token")
     base_url: str | None = Field(default=None, description="Web API base, for Enterprise Grid or tests")
     max_alerts: int = Field(default=10, ge=1, le=20, description="alerts shown per message; the rest are counted")
+    detail: Detail = Field(default="full", description=_DETAIL)
+    reply_broadcast: bool = Field(default=True, description="'Cause found' and 'Resolved' thread replies are also "
+                                  "shown in the channel, not only to the thread's followers")
+    mention: str | None = Field(default=None, pattern=r"^(here|channel|S[A-Z0-9]+)$",
+                                description="who a critical incident's first page calls: a user group's id "
+                                "(S0123ABC, sent as <!subteam^S0123ABC>), here or channel")
     timeout: float = Field(default=10.0, gt=0, description="seconds per API call")
     app_token_env: str | None = Field(
         default=None,
@@ -96,6 +107,7 @@ class EmailReceiver(_Receiver):
     port: int = Field(default=587, ge=1, le=65535)
     from_addr: str = Field(min_length=3)
     to: list[str] = Field(min_length=1)
+    detail: Detail = Field(default="full", description=_DETAIL)
     security: Literal["none", "starttls", "tls"] = Field(
         default="starttls", description="starttls (usually 587), tls = implicit TLS (465), none (local relay)"
     )

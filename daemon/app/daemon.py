@@ -183,7 +183,7 @@ class Daemon:
     def _build_routing(self) -> None:
         self.notifiers, self.dispatcher = build_routing(
             self.config.notify, self.outbox, self.silences, self.group_actions, self.value_history,
-            rules=self.rule_named, incidents=self.incidents,
+            rules=self.rule_named, incidents=self.incidents, external_url=self.config.external_url,
         )
 
     def rule_named(self, alert: str) -> object | None:

@@ -8,7 +8,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from config.models import RocketwatchConfig
+from config.models import HttpConfig, RocketwatchConfig
 from daemon.app.daemon import Daemon
 from daemon.simulator import start_simulator
 
@@ -36,6 +36,8 @@ def demo_config(namesrv: str, state_dir: Path) -> RocketwatchConfig:
         "rule_overrides": {RULE: {"for": "15s", "keep_firing_for": "20s"},
                            CAUSE: {"over": "45s", "keep_firing_for": "20s"}},
         "notify": {"interval": "2s", "receivers": [{"type": "console", "name": "terminal"}]},
+        # The pages link the incident on the demo daemon's own status page, open while the demo runs.
+        "external_url": f"http://{HttpConfig().listen}",
     })
 
 

@@ -86,10 +86,12 @@ def prepare(
     config = applied_config(running, loaded)
     changes = diff_configs(running, loaded, rulebook.rules, new_rulebook.rules)
     try:
-        reuse = unchanged_notifiers(running.notify.receivers, notifiers, config.notify.receivers)
+        # A changed external_url changes every page's links: no notifier is kept then.
+        reuse = (unchanged_notifiers(running.notify.receivers, notifiers, config.notify.receivers)
+                 if running.external_url == config.external_url else {})
         new_notifiers, dispatcher = build_routing(
             config.notify, state.outbox, state.silences, state.group_actions, state.value_history, reuse=reuse,
-            rules=state.rules, incidents=state.incidents)
+            rules=state.rules, incidents=state.incidents, external_url=config.external_url)
         listeners = (build_slack_listeners(config.notify.receivers, new_notifiers, state.silences, state.group_actions)
                      if changes.receivers else None)
     except ReceiverError as exc:

@@ -22,6 +22,16 @@ def _is_config_file(path: Path) -> bool:
     return isinstance(data, dict) and "clusters" in data
 
 
+def config_warnings(config: Any) -> list[str]:
+    """What in a valid config will not work as meant (printed, never an error)."""
+    out = []
+    if config.external_url and config.http.token is None:
+        out.append(f"external_url is {config.external_url}, but http.token is not set: the status page's silence "
+                   "form refuses writes that reach it through a proxy (not from loopback) without the token, so "
+                   "the pages' Silence links will not work from there")
+    return out
+
+
 def cmd_check(args: argparse.Namespace) -> int:
     """Validate config and rule files without starting Spark; print every error with its position."""
     from config.loader import ConfigLoadError, load_config, positioned_override_errors
@@ -29,6 +39,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     from rules.overrides import apply_overrides_checked
 
     problems: list[str] = []
+    warnings: list[str] = []
     checked_rules = 0
     for raw in args.files:
         path = Path(raw)
@@ -38,6 +49,7 @@ def cmd_check(args: argparse.Namespace) -> int:
             except ConfigLoadError as exc:
                 problems.extend(str(e) for e in exc.errors)
                 continue
+            warnings.extend(f"{path}: warning: {w}" for w in config_warnings(config))
             errors = check_rule_files(config.rules)
             problems.extend(str(e) for e in errors)
             if not errors:
@@ -54,6 +66,8 @@ def cmd_check(args: argparse.Namespace) -> int:
                 from rules.loader import load_rule_files
 
                 checked_rules += len(load_rule_files([str(path)]).rules)
+    for line in warnings:
+        print(line, file=sys.stderr)
     for line in problems:
         print(line)
     if problems:

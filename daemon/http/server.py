@@ -10,6 +10,7 @@ from typing import Any
 from aiohttp import web
 
 from daemon.common.sdnotify import sd_notify
+from daemon.http.incident_page import add_routes as add_incident_routes
 from daemon.http.incidents import alert_json, incident_json, placed, shown
 from daemon.http.status_page import add_routes as add_status_routes
 from daemon.http.view import VIEW_KEY, DaemonView, view_of
@@ -112,6 +113,7 @@ def build_app(view: DaemonView) -> web.Application:
     app.router.add_get("/api/silences", api_silences)
     app.router.add_post("/-/reload", reload)
     add_status_routes(app)
+    add_incident_routes(app)
     if os.environ.get("ROCKETWATCH_TEST_HOOKS") == "1":
         app.router.add_post("/-/test/block-loop", block_loop)
     return app

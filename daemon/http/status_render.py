@@ -258,6 +258,9 @@ def _lead(state: PageState, incident: IncidentView, active: Mapping[str, AlertIn
     return f"{text} · {escape(summary)}" if summary else text
 
 
+incident_block = _incident_block  # the incident's own page (daemon/http/incident_page.py) shows the same block
+
+
 def _member_row(state: PageState, incident: IncidentView, member: IncidentMemberView, role: Role,
                 active: Mapping[str, AlertInstance], rules: Mapping[str, str]) -> str:
     if role == "root":

@@ -29,6 +29,8 @@ class EmailNotifier:
         timeout: float = 30.0,
         cert_bundle: str | None = None,
         rules: RuleLookup | None = None,
+        external_url: str = "",
+        detail: str = "full",
     ) -> None:
         if security not in ("none", "starttls", "tls"):
             raise ValueError(f"receiver {name!r}: security must be none, starttls or tls, not {security!r}")
@@ -41,6 +43,8 @@ class EmailNotifier:
         self.timeout = timeout
         self.cert_bundle = cert_bundle
         self.rules = rules  # alert name -> rule, so figures read as the rule defines them
+        self.external_url = external_url  # the status page's address: the incident link
+        self.detail = detail
 
     def __repr__(self) -> str:
         return f"EmailNotifier(name={self.name!r}, host={self.host!r}, port={self.port})"  # never the password
@@ -58,8 +62,8 @@ class EmailNotifier:
             msg["In-Reply-To"] = thread.id
             msg["References"] = thread.id
         msg["X-Rocketwatch-Group"] = notification.group_key
-        msg.set_content(render.text(notification, self.rules))
-        msg.add_alternative(render.html_body(notification, self.rules), subtype="html")
+        msg.set_content(render.text(notification, self.rules, self.external_url, self.detail))
+        msg.add_alternative(render.html_body(notification, self.rules, self.external_url, self.detail), subtype="html")
         return msg
 
     async def send(self, notification: Notification, thread: ThreadRef | None) -> ThreadRef | None:

@@ -1,10 +1,11 @@
 """An incident's page: which alert leads it, what followed from it, what else fires there, and the
-sentences that say so: the title, "Cause found" when the cause arrives late, how the incident ended.
+sentences that say so: "Cause found" when the cause arrives late, how the incident ended.
 
-render.py lays a Page out as plain text, HTML and Slack blocks; this module decides what the page
-says and never formats an alert's summary or figures itself. Every sentence is kept true:
+render_layout.py turns a Page into what a notification says (render_text, render_html and
+render_slack lay that out); this module decides which alert leads and how the incident's sentences
+read, and never formats an alert's summary or figures itself. Every sentence is kept true:
   - the lead is called the cause only when some alert of the incident is explained by it
-    (IncidentSnapshot.cause_known); until then the title names the alerts, never a causation;
+    (IncidentSnapshot.cause_known); until then it is the first alert, or an alert, never a cause;
   - an alert of the incident that resolved before this notification is listed with its resolve time;
     one still firing but not on this page (silenced, inhibited, routed elsewhere) is left out,
     except the lead, which is always named;
@@ -20,7 +21,6 @@ from datetime import UTC, datetime, timedelta
 from daemon.notify.model import AlertSnapshot, IncidentMember, IncidentSnapshot, Notification
 
 CAUSE, FIRST, ALERT = "Cause", "First alert", "Alert"
-_TITLE_RULES = 3  # rules named in a title before "and N more"
 
 
 @dataclass(frozen=True)
@@ -57,9 +57,9 @@ class Page:
     lead_label: str  # CAUSE, FIRST (the earliest, no cause known) or ALERT
     followed: list[Entry]  # what the lead explains, depth first
     also: list[Entry]  # the incident's other alerts: same place, not explained by the lead
-    title: str  # after the status tag: `orderConsumerA (prod): StuckMessage and 2 alerts it explains`
     cause_found: str | None  # the update's line when the cause arrived after its consequences
     ended: str | None  # the resolve message's line: how long it lasted, what ended it
+    cause_found_why: str | None = None  # `cause_found` with each link's why: the thread reply, said on its own
 
     @property
     def cause_known(self) -> bool:
@@ -119,39 +119,18 @@ def page(n: Notification) -> Page | None:
         walk(top, 1, also)
     # An alert the notification carries that the incident does not list (it moved on): shown, unexplained.
     also += [Entry(a.fingerprint, a.rule, a, a.resolved_at) for a in n.alerts if a.fingerprint not in members]
-    draft = Page(incident, lead, label, followed, also, "", None, None)
-    return Page(incident, lead, label, followed, also, _title(n, draft), _cause_found(n, draft), _ended(n, draft))
+    draft = Page(incident, lead, label, followed, also, None, None)
+    found = _cause_found(n, draft)
+    return Page(incident, lead, label, followed, also, found[0] if found else None, _ended(n, draft),
+                found[1] if found else None)
 
 
 # ---- sentences -----------------------------------------------------------------------------------
 
 
-def _title(n: Notification, p: Page) -> str:
-    where = place(_labels(n, p)) or _place_of_id(p.incident.id)
-    return f"{where}: {_what(n, p)}" if where else _what(n, p)
-
-
-def _what(n: Notification, p: Page) -> str:
-    firing = n.status == "firing"
-    lead = p.lead.rule + (" (resolved)" if firing and not p.lead.firing and p.lead.resolved_at else "")
-    others = [e for e in p.also if e.firing or not firing]
-    if p.cause_known:
-        explained = [e for e in p.followed if e.firing or not firing]
-        if explained:
-            text = f"{lead} and {_count(len(explained))} it explains"
-        else:  # firing, but every alert it explained has resolved
-            done = len(p.followed)
-            text = f"{lead}; the {_count(done)} it explained resolved" if done else lead
-        return text + (f", plus {_count(len(others), 'other alert')}" if others else "")
-    counts = Counter(e.rule for e in [p.lead, *others])
-    names = [f"{rule} ×{counts[rule]}" if counts[rule] > 1 else rule for rule in counts]
-    if len(names) > _TITLE_RULES:
-        names = [*names[:_TITLE_RULES], f"{len(names) - _TITLE_RULES} more"]
-    return ", ".join(names)
-
-
-def _cause_found(n: Notification, p: Page) -> str | None:
-    """`Cause found: StuckMessage on broker-a/OrderTopic/3 explains ProcessQueueSpanTooLong: <why>`."""
+def _cause_found(n: Notification, p: Page) -> tuple[str, str] | None:
+    """`Cause found: StuckMessage on broker-a/OrderTopic/3 explains ProcessQueueSpanTooLong.`, and the same
+    with each link's why (`...ProcessQueueSpanTooLong: <why>`) for a message that does not list them."""
     if not (n.is_update and n.status == "firing" and p.cause_known and p.lead.firing):
         return None
     new = {c.fingerprint for c in n.changes if c.kind == "firing"}
@@ -163,11 +142,14 @@ def _cause_found(n: Notification, p: Page) -> str | None:
         return None
     spot = spot_of(p.lead.alert.labels) if p.lead.alert else ""
     by_link = Counter((e.rule, e.why) for e in earlier)
+    head = f"Cause found: {p.lead.rule}{f' on {spot}' if spot else ''} explains "
+    rules = Counter(e.rule for e in earlier)
+    short = ", ".join(f"{rule}{f' ×{count}' if count > 1 else ''}" for rule, count in rules.items())
     explained = "; ".join(
         f"{rule}{f' ×{count}' if count > 1 else ''}{f': {why}' if why else ''}"
         for (rule, why), count in by_link.items()
     )
-    return f"Cause found: {p.lead.rule}{f' on {spot}' if spot else ''} explains {explained}"
+    return f"{head}{short}.", f"{head}{explained}"
 
 
 def _ended(n: Notification, p: Page) -> str | None:
@@ -217,15 +199,6 @@ def _names(n: Notification, members: list[IncidentMember]) -> str:
 # ---- small helpers, shared with render.py --------------------------------------------------------
 
 
-def place(labels: dict[str, str]) -> str:
-    """Who and where in an operator's words: `orderConsumerA (prod)`, `broker-a (prod)`."""
-    who = labels.get("group") or labels.get("broker") or labels.get("topic") or ""
-    cluster = labels.get("cluster") or ""
-    if who and cluster:
-        return f"{who} ({cluster})"
-    return who or cluster
-
-
 def spot_of(labels: dict[str, str]) -> str:
     """Exactly where: `broker-a/OrderTopic/3` for a queue, else the group, broker or topic."""
     if labels.get("queue_id") and labels.get("broker") and labels.get("topic"):
@@ -266,22 +239,6 @@ def _named(n: Notification, member: IncidentMember) -> str:
     alert = n.alert(member.fingerprint)
     spot = spot_of(alert.labels if alert is not None else member.labels)
     return f"{member.rule} on {spot}" if spot else member.rule
-
-
-def _labels(n: Notification, p: Page) -> dict[str, str]:
-    # The lead's own labels; when this notification does not carry it, those of the alerts it does.
-    for entry in p.entries:
-        if entry.alert is not None:
-            return entry.alert.labels
-    return {}
-
-
-def _place_of_id(incident_id: str) -> str:
-    # An incident's id is `<where it opened>@<when>` (daemon/alerts/incidents.py): cluster first.
-    values = [v for v in incident_id.split("@", 1)[0].split("/") if v]
-    if len(values) >= 2:
-        return f"{'/'.join(values[1:])} ({values[0]})"
-    return values[0] if values else ""
 
 
 def _lead_label(incident: IncidentSnapshot, root: IncidentMember | None) -> str:

@@ -15,7 +15,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from daemon.alerts.figures import RuleLookup
 from daemon.common.charts.png import png_chart
 from daemon.common.charts.sparkline import Point
-from daemon.notify import render
+from daemon.notify import render, render_incident
 from daemon.notify.errors import DeliveryError
 from daemon.notify.model import AlertSnapshot, Notification, ThreadRef
 
@@ -48,8 +48,17 @@ class SlackNotifier:
         group_notes: Callable[[str], list[str]] | None = None,
         value_series: Callable[[str], Sequence[Point]] | None = None,
         rules: RuleLookup | None = None,
+        external_url: str = "",
+        detail: str = "full",
+        reply_broadcast: bool = True,
+        mention: str = "",
     ) -> None:
         self.name = name
+        self.external_url = external_url  # the status page's address: the incident link
+        self.detail = detail
+        # "Cause found" and "Resolved" reach the channel, not only those who follow the thread.
+        self.reply_broadcast = reply_broadcast
+        self.mention = mention  # called on a critical incident's first page
         self.channel = channel
         self.max_alerts = max_alerts
         # Buttons only when an app-level token lets a Socket Mode listener receive the clicks.
@@ -82,7 +91,8 @@ class SlackNotifier:
     async def _send(self, notification: Notification, thread: ThreadRef | None) -> ThreadRef | None:
         notes = self.group_notes(notification.group_key) if self.group_notes is not None else []
         message = render.slack_message(notification, self.max_alerts, actions=self.actions, notes=notes,
-                                       rules=self.rules)
+                                       rules=self.rules, external_url=self.external_url, detail=self.detail,
+                                       mention=self.mention)
         metadata = {
             "event_type": "rocketwatch_notification",
             # The outbox's idempotency key travels with the message, so a duplicate after a crash
@@ -101,7 +111,8 @@ class SlackNotifier:
             else:
                 await self.client.chat_postMessage(
                     channel=thread.channel or self.channel, thread_ts=thread.id,
-                    text=render.slack_thread_reply(notification, self.rules), metadata=metadata,
+                    text=render.slack_thread_reply(notification, self.rules, self.external_url), metadata=metadata,
+                    reply_broadcast=self.reply_broadcast and broadcast_worthy(notification),
                 )
                 return thread
         response = await self.client.chat_postMessage(channel=self.channel, metadata=metadata, **message)
@@ -138,6 +149,14 @@ class SlackNotifier:
             )
         except Exception as exc:  # noqa: BLE001 (any failure: the chart is a nicety, the alert went out)
             log.warning("slack %s: chart for %s not uploaded: %s", self.name, notification.group_key, exc)
+
+
+def broadcast_worthy(n: Notification) -> bool:
+    """True for the thread replies a channel should see: the cause found, the incident resolved."""
+    p = render_incident.page(n)
+    if n.status == "resolved":
+        return p is None or p.incident.resolved_at is not None
+    return p is not None and p.cause_found is not None
 
 
 def classify_slack_error(exc: SlackApiError) -> DeliveryError:

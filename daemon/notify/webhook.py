@@ -8,7 +8,8 @@ from typing import Any
 
 import aiohttp
 
-from daemon.notify import render, render_incident
+from daemon.alerts.figures import RuleLookup
+from daemon.notify import render, render_common, render_incident, render_text
 from daemon.notify.errors import DeliveryError
 from daemon.notify.model import AlertSnapshot, Notification, ThreadRef
 
@@ -18,11 +19,19 @@ log = logging.getLogger(__name__)
 MAX_INLINE_WAIT_S = 30.0
 
 
-def alertmanager_payload(receiver: str, n: Notification, external_url: str = "") -> dict[str, Any]:
+def alertmanager_payload(receiver: str, n: Notification, external_url: str = "",
+                         rules: RuleLookup | None = None) -> dict[str, Any]:
     """The body Alertmanager's webhook receiver sends, so existing consumers parse it unchanged."""
-    alerts = [_alert(a, external_url) for a in n.alerts]
+    lead = render_common.lead(n, rules, external_url)
+    # generatorURL: where the alert can be looked at, the incident's page (else the status page).
+    source = lead.incident_url or external_url.rstrip("/")
+    alerts = [_alert(a, source) for a in n.alerts]
     common_labels = _common([a["labels"] for a in alerts])
     common_annotations = _common([a["annotations"] for a in alerts])
+    if len(n.alerts) > 1 or render_incident.page(n) is not None:
+        # What a pager shows of the group: the page's two lead lines (what, where, how long, how bad,
+        # what first), where Alertmanager would put the alerts' one common summary.
+        common_annotations["summary"] = "\n".join(render_text.summary_lines(lead))
     return {
         "version": "4",
         "groupKey": n.group_key,
@@ -34,7 +43,7 @@ def alertmanager_payload(receiver: str, n: Notification, external_url: str = "")
         "commonAnnotations": common_annotations,
         "externalURL": external_url,
         "alerts": alerts,
-        "rocketwatch": _extension(n),
+        "rocketwatch": _extension(n) | {"lead": render_text.lead_lines(lead), "links": dict(lead.links())},
     }
 
 
@@ -59,13 +68,13 @@ def _extension(n: Notification) -> dict[str, Any]:
              "joined_at": m.joined_at.isoformat(), "resolved_at": m.resolved_at.isoformat() if m.resolved_at else None}
             for m in incident.members
         ],
-        "cause_found": p.cause_found,
+        "cause_found": p.cause_found_why,
         "ended": p.ended,
     }
     return extension
 
 
-def _alert(a: AlertSnapshot, external_url: str) -> dict[str, Any]:
+def _alert(a: AlertSnapshot, generator_url: str) -> dict[str, Any]:
     labels = {**a.labels, "alertname": a.rule, **({"severity": a.severity} if a.severity else {})}
     annotations = dict(a.annotations)
     if a.value is not None:
@@ -78,7 +87,7 @@ def _alert(a: AlertSnapshot, external_url: str) -> dict[str, Any]:
         "annotations": annotations,
         "startsAt": (a.fired_at or a.active_at).isoformat(),
         "endsAt": a.resolved_at.isoformat() if a.resolved_at else "0001-01-01T00:00:00Z",
-        "generatorURL": external_url,
+        "generatorURL": generator_url,
         "fingerprint": a.fingerprint,
     }
 
@@ -95,7 +104,9 @@ class WebhookNotifier:
 
     def __init__(
         self, name: str, url: str, bearer_token: str | None = None, timeout: float = 10.0, external_url: str = "",
+        rules: RuleLookup | None = None,
     ) -> None:
+        self.rules = rules  # alert name -> rule, so the lead's figure reads as the rule defines it
         self.name = name
         self.url = url
         self._bearer = bearer_token
@@ -107,7 +118,7 @@ class WebhookNotifier:
 
     async def send(self, notification: Notification, thread: ThreadRef | None) -> ThreadRef | None:
         """POST the Alertmanager-shaped JSON; waits out one short Retry-After itself."""
-        body = alertmanager_payload(self.name, notification, self.external_url)
+        body = alertmanager_payload(self.name, notification, self.external_url, self.rules)
         headers = {"User-Agent": "rocketwatch"}
         if self._bearer:
             headers["Authorization"] = f"Bearer {self._bearer}"

@@ -34,7 +34,7 @@ class ReceiverError(ValueError):
 def build_routing(
     notify: NotifyConfig, outbox: Outbox, silences: SilenceStore, group_actions: GroupActionStore,
     value_history: ValueHistory, reuse: Mapping[str, Notifier] | None = None, rules: RuleLookup | None = None,
-    incidents: IncidentBook | None = None,
+    incidents: IncidentBook | None = None, external_url: str = "",
 ) -> tuple[dict[str, Notifier], Dispatcher]:
     """Notifiers by receiver name, and the dispatcher that routes alerts to them.
 
@@ -46,7 +46,8 @@ def build_routing(
         kept = (reuse or {}).get(config.name)
         try:
             notifiers[config.name] = kept if kept is not None else build_notifier(
-                config, group_notes=group_actions.notes, value_series=value_history.series, rules=rules)
+                config, group_notes=group_actions.notes, value_series=value_history.series, rules=rules,
+                external_url=external_url)
         except ValueError as exc:
             raise ReceiverError(index, str(exc)) from exc
     inhibitors = [Inhibitor.parse(r.source_matchers, r.target_matchers, r.equal) for r in notify.inhibit_rules]

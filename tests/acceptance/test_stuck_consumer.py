@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -73,7 +74,8 @@ def test_stuck_consumer_fires_once_in_slack_and_email_then_resolves(tmp_path):
             for text in (firing_slack, firing_mail):
                 assert GROUP_A in text and "broker-a" in text and "3626" in text
                 assert "OrderTopic/broker-a/3" in text  # the queue, as the summary names it
-            assert "FIRING" in smtp.messages[0]["Subject"]
+            # For a lock screen: severity and the problem first (issue 44).
+            assert re.match(r"(WARNING|CRITICAL) ProcessQueueSpanTooLong · " + GROUP_A, smtp.messages[0]["Subject"])
 
             # What the HTTP side shows while it fires: ready, the alert, its metrics; never the token.
             assert http("GET", f"{base}/readyz")[0] == 200

@@ -30,6 +30,9 @@ def test_every_builtin_rule_has_a_runbook_and_a_unit_test():
             # A runbook line is a sentence with the series' own values, not a placeholder.
             if len(getattr(rule, field).split()) < (6 if field == "summary" else 30):
                 problems.append(f"{rule.alert}: {field} is too thin to act on at 3 a.m.")
+        # The page opens with it (issue 44): one concrete action, never the rule's name again.
+        if len(rule.first_step.split()) < 6:
+            problems.append(f"{rule.alert}: first_step is missing or too thin to open a page with")
         if rule.alert not in tested:
             problems.append(f"{rule.alert}: no test in rules/builtin/tests/ names it as alertname")
     assert not problems, "\n".join(problems)

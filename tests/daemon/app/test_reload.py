@@ -339,3 +339,20 @@ def test_routes_receivers_and_stale_after_take_effect_at_the_next_evaluation(tmp
                 assert daemon.tracker is tracker and daemon.outbox is outbox and outbox.depth() == 0
 
         asyncio.run(scenario())
+
+
+def test_a_reload_that_changes_external_url_rebuilds_every_notifier_so_no_page_links_the_old_address(
+        tmp_path: Path) -> None:
+    daemon = make_daemon(tmp_path)
+
+    async def scenario() -> None:
+        async with running(daemon) as base:
+            before = daemon.notifiers["team-a"]
+            assert before.external_url == ""
+            (tmp_path / "rocketwatch.yaml").write_text(config_text(tmp_path) + "external_url: https://rw.example.com\n")
+            status, body = await reload(base)
+            assert status == 200, body
+            assert daemon.notifiers["team-a"] is not before
+            assert daemon.notifiers["team-a"].external_url == "https://rw.example.com"
+
+    asyncio.run(scenario())

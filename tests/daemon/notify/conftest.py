@@ -33,7 +33,7 @@ def span(group: str = "stuckGroup", queue: int = 3, value: float = 1500, severit
         {
             "summary": f"{group}: queue broker-a/{queue} span {value:.0f} (limit 1000); the client stopped pulling",
             "diagnosis": "One message at offset 4711 has not finished while later ones did.",
-            "next_steps": "Take five jstacks of 10.0.0.7@4242 a second apart.",
+            "next_steps": "1) Take five jstacks of 10.0.0.7@4242 a second apart. 2) Fix the call they all wait in.",
         },
     )
 

@@ -36,8 +36,8 @@ def test_firing_then_resolved_mails_thread_per_group(db, smtp):
     asyncio.run(cycle.outbox.deliver_due(notifiers, at(60)))
 
     firing, resolved = smtp.wait_for(2)
-    assert firing["Subject"] == "[FIRING:1] ProcessQueueSpanTooLong stuckGroup (prod)"
-    assert resolved["Subject"] == "[RESOLVED] ProcessQueueSpanTooLong stuckGroup (prod)"
+    assert firing["Subject"] == "WARNING ProcessQueueSpanTooLong · stuckGroup · prod"
+    assert resolved["Subject"] == "RESOLVED ProcessQueueSpanTooLong · stuckGroup · prod"
     assert firing["In-Reply-To"] is None
     assert resolved["In-Reply-To"] == firing["Message-ID"] == resolved["References"]
     assert resolved["Message-ID"] != firing["Message-ID"]
@@ -46,7 +46,7 @@ def test_firing_then_resolved_mails_thread_per_group(db, smtp):
     assert firing.get_content_type() == "multipart/alternative"
     text = firing.get_body(("plain",)).get_content()
     html = firing.get_body(("html",)).get_content()
-    assert "stuckGroup: queue broker-a/3 span 1500" in text and "Next steps: Take five jstacks" in text
+    assert "stuckGroup: queue broker-a/3 span 1500" in text and "Next steps: 1) Take five jstacks" in text
     assert "broker-a" in html and "<table>" in html
     assert "RESOLVED" in resolved.get_body(("plain",)).get_content()
     assert "resolved at 2026-03-01 12:01:00 UTC" in resolved.get_body(("plain",)).get_content()

@@ -73,7 +73,7 @@ def test_resolve_never_goes_out_before_its_firing(db):
         report = deliver(cycle.outbox, notifiers, at(5))
         assert report.delivered == 2
         firing, resolved = smtp.wait_for(2)
-        assert firing["Subject"].startswith("[FIRING:1]") and resolved["Subject"].startswith("[RESOLVED]")
+        assert firing["Subject"].startswith("WARNING ") and resolved["Subject"].startswith("RESOLVED ")
         assert resolved["In-Reply-To"] == firing["Message-ID"]
     finally:
         smtp.stop()

@@ -17,9 +17,10 @@ def test_console_prints_a_readable_block(db):
     thread = asyncio.run(ConsoleNotifier("console", out).send(n, None))
     text = out.getvalue()
     for needle in (
-        "[FIRING:1] ProcessQueueSpanTooLong stuckGroup (prod)", "[FIRING] CRITICAL ProcessQueueSpanTooLong",
+        "CRITICAL ProcessQueueSpanTooLong · stuckGroup · prod", "[FIRING] CRITICAL ProcessQueueSpanTooLong",
+        "First step: Take five jstacks of 10.0.0.7@4242 a second apart.",
         "cluster=prod broker=broker-a group=stuckGroup topic=OrderTopic queue_id=3",
-        "Diagnosis: One message at offset 4711", "Next steps: Take five jstacks",
+        "Diagnosis: One message at offset 4711", "Next steps: 1) Take five jstacks",
         "firing since 2026-03-01 12:00:00 UTC",
     ):
         assert needle in text, needle
@@ -32,7 +33,7 @@ def test_console_resolved_says_when(db):
     ((_, n),) = cycle.run([], at(90))
     out = io.StringIO()
     asyncio.run(ConsoleNotifier("console", out).send(n, None))
-    assert "[RESOLVED] ProcessQueueSpanTooLong" in out.getvalue()
+    assert "RESOLVED ProcessQueueSpanTooLong" in out.getvalue()
     assert "resolved at 2026-03-01 12:01:30 UTC" in out.getvalue()
 
 
@@ -43,7 +44,7 @@ def test_slack_caps_alerts_and_counts_the_rest(db):
     body = message["attachments"][0]["blocks"]
     assert sum(1 for b in body if b["type"] == "section") == 10
     assert body[-1]["elements"][0]["text"] == "_and 4 more_"
-    assert "FIRING (14)" in message["blocks"][0]["text"]["text"]
+    assert "ProcessQueueSpanTooLong ×14" in message["blocks"][0]["text"]["text"]
     assert len(message["blocks"]) + len(body) <= 50  # Slack's block limit
 
 

@@ -19,6 +19,7 @@ from daemon.alerts.tracker import AlertTracker
 from daemon.notify import render
 from daemon.notify.dispatcher import Dispatcher
 from daemon.notify.factory import build_notifier
+from daemon.notify.model import AlertSnapshot
 from daemon.notify.outbox import Outbox
 from rules.findings import Finding, RuleTiming
 from rules.links import CausalLinks
@@ -123,7 +124,7 @@ def test_an_incident_page_states_figures_as_the_rules_define_them(db, rules):
 ])
 def test_a_windowed_rules_value_reads_in_its_kinds_unit(rule: str, value: float, threshold: float, expected: str) -> None:
     pack = load_rule_files(["builtin"])
-    alert = render.AlertSnapshot(fingerprint="f", rule=rule, labels={"cluster": "prod"}, severity="warning",
+    alert = AlertSnapshot(fingerprint="f", rule=rule, labels={"cluster": "prod"}, severity="warning",
                                  value=value, threshold=threshold, annotations={}, state="firing",
                                  active_at=at(0), fired_at=at(0))
     assert render.figures_text(render.alert_figures(alert, pack.get))[0] == expected

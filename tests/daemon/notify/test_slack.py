@@ -50,12 +50,12 @@ def test_firing_posts_one_message_naming_where_and_what(db, slack):
     (post,) = slack.calls_to("chat.postMessage")
     assert post.authorization == f"Bearer {TOKEN}"
     assert post.args["channel"] == "#rocketmq-alerts" and "thread_ts" not in post.args
-    assert post.args["text"] == "[FIRING:1] ProcessQueueSpanTooLong stuckGroup (prod)"
+    assert post.args["text"] == "WARNING ProcessQueueSpanTooLong · stuckGroup · prod"  # for a lock screen
     body = everything(post)
     for needle in ("stuckGroup", "broker-a", "queue_id `3`", "span 1500", "Take five jstacks", "OrderTopic"):
         assert needle in body, needle
     header = post.args["blocks"][0]
-    assert header["type"] == "header" and "FIRING" in header["text"]["text"]
+    assert header["type"] == "header" and "WARNING" in header["text"]["text"]
     assert "ProcessQueueSpanTooLong" in header["text"]["text"]
     assert post.args["attachments"][0]["color"] == "#e09b00"  # warning
     assert post.args["metadata"]["event_payload"]["idempotency_key"] == cycle.outbox.rows()[0].idempotency_key
@@ -71,7 +71,7 @@ def test_resolve_updates_the_original_and_replies_in_its_thread(db, slack):
 
     (update,) = slack.calls_to("chat.update")
     assert (update.args["channel"], update.args["ts"]) == (CHANNEL_ID, ts)
-    assert update.args["text"].startswith("[RESOLVED]")
+    assert update.args["text"].startswith("RESOLVED ProcessQueueSpanTooLong")
     assert "RESOLVED" in update.args["blocks"][0]["text"]["text"]
     assert slack.messages[ts]["attachments"][0]["color"] == "#2da44e"
     (reply,) = slack.replies
@@ -135,7 +135,7 @@ def test_deleted_original_starts_a_new_message(db, slack):
     cycle.run([span(queue=3), span(queue=4)], at(30))
     assert deliver(cycle, slack, at(30)).delivered == 1
     (message,) = slack.messages.values()
-    assert message["text"] == "[FIRING:2] ProcessQueueSpanTooLong stuckGroup (prod)"
+    assert message["text"] == "WARNING ProcessQueueSpanTooLong ×2 · stuckGroup · prod"
 
 
 def test_secrets_stay_out_of_reprs(slack):

@@ -92,8 +92,8 @@ def test_fifty_queues_one_message_then_a_reply_then_resolved_in_place(timeline):
     t.cycle([lag(q) for q in range(50)], at(0))
     assert len(slack.messages) == 1 and len(smtp.messages) == 1
     (message,) = slack.messages.values()
-    assert "FIRING (50)" in message["blocks"][0]["text"]["text"] and "and 40 more" in str(message)
-    assert smtp.messages[0]["Subject"].startswith("[FIRING:50] ConsumerLagHigh orderConsumer")
+    assert "ConsumerLagHigh ×50" in message["blocks"][0]["text"]["text"] and "and 40 more" in str(message)
+    assert smtp.messages[0]["Subject"].startswith("WARNING ConsumerLagHigh ×50 · orderConsumer")
     assert "queue broker-a/49 lags 12049" in smtp.messages[0].get_body(("plain",)).get_content()
 
     t.cycle([lag(q) for q in range(50)], at(30))  # nothing changed: nothing sent
@@ -126,7 +126,7 @@ def test_a_silence_from_the_cli_mutes_and_its_expiry_lets_the_group_through(time
     assert main([*base, "expire", silence_id]) == 0
     t.cycle([lag(q) for q in range(4)], datetime.now(UTC) + timedelta(seconds=60))
     (message,) = slack.messages.values()  # announced once the silence ends, with all four queues
-    assert "FIRING (4)" in message["blocks"][0]["text"]["text"]
+    assert "ConsumerLagHigh ×4" in message["blocks"][0]["text"]["text"]
     assert len(timeline.smtp.messages) == 1
 
 
@@ -153,7 +153,7 @@ def test_smtp_down_for_several_rounds_then_the_mail_arrives_once(timeline):
     smtp.start()
     assert t.deliver(at(35)).delivered == 1
     assert t.deliver(at(600)).delivered == 0
-    assert len(smtp.messages) == 1 and "FIRING" in smtp.messages[0]["Subject"]
+    assert len(smtp.messages) == 1 and "WARNING ConsumerLagHigh" in smtp.messages[0]["Subject"]
     assert [r.attempts for r in t.outbox.rows() if r.receiver == "mail"] == [4]
 
 
