@@ -20,6 +20,7 @@ from rules.table_types import (  # noqa: F401  (re-exported: the vocabulary is i
     Table,
 )
 from rules.table_types import common_columns as _common
+from rules.tables_native import NATIVE_TABLES
 from rules.views_catalog import LAGGING_MESSAGES, VIEWS  # noqa: F401  (re-exported)
 
 PROCESS_QUEUE = Table(
@@ -318,6 +319,7 @@ TABLES: dict[str, Table] = {
         LOG_EVENT,
         COLLECTOR_HEALTH,
         DAEMON_HEALTH,
+        *NATIVE_TABLES,
     )
 }
 
