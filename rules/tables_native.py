@@ -57,6 +57,7 @@ NATIVE_TOPIC = Table(
     columns=_scrape()
     + (
         Column("topic", STRING, "topic"),
+        Column("is_system", BOOL, "a topic RocketMQ keeps for itself (rmq_sys_*, RMQ_SYS_*, SCHEDULE_TOPIC_XXXX)"),
         Column("half_messages", INT64, "prepared (half) messages neither committed nor rolled back (no age is "
                "exported)", "messages", nullable=True),
         Column("timing_messages", INT64, "timer messages stored and not yet due", "messages", nullable=True),

@@ -73,6 +73,11 @@ READ_NAMES = frozenset(
 PREAMBLE = frozenset({"target_info", "otel_scope_info"})
 
 
+def is_system_topic(topic: str) -> bool:
+    """A topic the broker keeps for itself: timer and revive logs, transactions, delay levels."""
+    return topic.lower().startswith("rmq_sys_") or topic in ("SCHEDULE_TOPIC_XXXX", "TBW102")
+
+
 class NativePageError(ValueError):
     """The page is not Prometheus text, or holds nothing a RocketMQ broker writes."""
 
@@ -170,7 +175,8 @@ def _topic_rows(page: NativePage, base: dict[str, Any]) -> list[dict[str, Any]]:
     for column, name in TOPIC_SAMPLES.items():
         for s in page.samples.get(name, ()):
             key = (s.labels.get("node_id", ""), s.labels.get("topic", ""))
-            row = rows.setdefault(key, {**base, "broker": key[0], "topic": key[1], **dict.fromkeys(TOPIC_SAMPLES)})
+            row = rows.setdefault(key, {**base, "broker": key[0], "topic": key[1], "is_system": is_system_topic(key[1]),
+                                        **dict.fromkeys(TOPIC_SAMPLES)})
             row[column] = (row[column] or 0) + _int(s.value)
     return sorted(rows.values(), key=lambda r: (r["broker"], r["topic"]))
 

@@ -4,15 +4,11 @@ the rows rocketwatch keeps hold the README's ground-truth figures."""
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from pathlib import Path
 
 import pytest
 
 from daemon.collectors.native_map import NativePageError, native_rows, parse_native_page
-
-FIXTURES = Path(__file__).resolve().parents[4] / "shared" / "fixtures" / "rocketmq-5.3.3"
-if not FIXTURES.is_dir():  # a worktree sits beside shared/ one level deeper
-    FIXTURES = Path("/work/shared/fixtures/rocketmq-5.3.3")
+from tests.fixtures_path import CAPTURE_5 as FIXTURES
 
 # README "Ground truth": per scrape metrics-1 / -2 / -3.
 GROUND_TRUTH = {
