@@ -14,6 +14,7 @@ quirks the real capture shows (shared/fixtures/rocketmq-5.3.3/README.md):
 from __future__ import annotations
 
 import math
+import re
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -69,6 +70,7 @@ READ_NAMES = frozenset(
     [*CONSUMER_GAUGES.values(), *CONSUMER_COUNTERS.values(), *TOPIC_SAMPLES.values()]
     + [name for name, _ in BROKER_SAMPLES.values()]
 )
+_SAMPLE_NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
 # What OTel's exporter writes about itself: neither read nor unknown.
 PREAMBLE = frozenset({"target_info", "otel_scope_info"})
 
@@ -102,22 +104,29 @@ class NativePage:
 
 def parse_native_page(text: str) -> NativePage:
     """The samples of a native page by sample name; NativePageError when it is not one."""
+    # Most of a page is histogram buckets nobody reads: only the lines of read samples are parsed (the
+    # sample name is what precedes `{` or the first space), the others are only counted.
+    kept: list[str] = []
+    unknown: set[str] = set()
+    rocketmq = 0
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        name = _SAMPLE_NAME.match(line)
+        sample = name.group(0) if name else ""
+        rocketmq += sample.startswith("rocketmq_")
+        if sample in READ_NAMES:
+            kept.append(line)
+        elif sample not in PREAMBLE:
+            unknown.add(sample)
     try:
-        families = list(text_string_to_metric_families(text))
+        families = list(text_string_to_metric_families("\n".join(kept) + "\n"))
     except Exception as exc:  # the parser raises ValueError, IndexError, ... on junk
         raise NativePageError(f"not Prometheus text format: {exc}") from None
     samples: dict[str, list[NativeSample]] = defaultdict(list)
-    unknown: set[str] = set()
-    rocketmq = 0
     newest: int | None = None
     for family in families:
         for s in family.samples:
-            if s.name.startswith("rocketmq_"):
-                rocketmq += 1
-            if s.name not in READ_NAMES:
-                if s.name not in PREAMBLE:
-                    unknown.add(s.name)
-                continue
             ts_ms = round(s.timestamp * 1000) if s.timestamp is not None else None
             if ts_ms is not None:
                 newest = ts_ms if newest is None else max(newest, ts_ms)
