@@ -87,6 +87,8 @@ CONSUMER_QUEUE = Table(
         Column("last_consumed_store_ts", TIMESTAMP, "store time of the last consumed message", nullable=True),
         Column("consume_delay_ms", INT64, "now - store time of the next message to consume", "ms", nullable=True),
         Column("topic_kind", STRING, "normal or retry"),
+        Column("pop_mode", BOOL, "5.x: a client of the group pops (its running info has a mqPopTable): the broker "
+               "moves the offset at the pop, no ProcessQueue holds it; null when not known", nullable=True),
         Column("lag", INT64, "messages not yet committed", "messages", derived="broker_offset - consumer_offset"),
         Column(
             "inflight",

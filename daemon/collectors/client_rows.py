@@ -185,3 +185,10 @@ def pop_queue_rows(
         }
         for mq, pq in sorted(info.mq_pop_table.items())
     ]
+
+
+def mark_pop_groups(consumer_queue: list[dict[str, Any]], pop_queue: list[dict[str, Any]]) -> None:
+    """Set `pop_mode` on every consumer_queue row: whether a client of its group reported a mqPopTable."""
+    pop_groups = {r["group"] for r in pop_queue}
+    for row in consumer_queue:
+        row["pop_mode"] = row["group"] in pop_groups

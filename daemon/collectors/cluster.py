@@ -26,6 +26,7 @@ from daemon.collectors.client_rows import (
     consumer_client_rows,
     consumer_queue_rows,
     consumer_status_rows,
+    mark_pop_groups,
     pop_queue_rows,
     process_queue_rows,
     thread_dump_rows,
@@ -356,6 +357,7 @@ async def collect_cluster(
                 *runtime, *(_collect_group(cycle, g, addrs) for g, addrs in sorted(groups.items()))
             )
             fill_replication_behind(cycle.broker)
+            mark_pop_groups(cycle.consumer_queue, cycle.pop_queue)
             await asyncio.gather(
                 *(_topic_stats(cycle, name, addr, topic)
                   for name, addr in masters for topic in sorted(cycle.topics.get(addr, ())))
