@@ -21,6 +21,7 @@ from pydantic import (
 from config.ha import HaConfig
 from config.matchers import parse_matcher
 from config.name_filter import NameFilter, Selection, compile_pattern
+from config.native_metrics import NativeMetricsConfig
 from config.receivers import ReceiverConfig
 from config.routing import HeartbeatConfig, RouteConfig, TimeIntervalConfig
 from config.zones import iana_zone, zone_of
@@ -136,6 +137,7 @@ class ClusterConfig(_Strict):
     system_names: bool = Field(False, description="also collect RocketMQ's own topics and groups (ref §5.1)")
     jstack_groups: list[str] = Field(default_factory=list, description="groups (patterns) whose clients send a jstack")
     security: RemotingSecurity | None = Field(None, description="ACL signing and TLS towards this cluster")
+    native_metrics: NativeMetricsConfig = Field(default_factory=NativeMetricsConfig, description="5.1+ brokers' /metrics")
 
     def selection(self) -> Any:
         """The collector's Selection for this cluster's patterns."""

@@ -20,6 +20,8 @@ from rules.table_types import (  # noqa: F401  (re-exported: the vocabulary is i
     Table,
 )
 from rules.table_types import common_columns as _common
+from rules.tables_native import NATIVE_TABLES
+from rules.tables_pop import POP_QUEUE
 from rules.views_catalog import LAGGING_MESSAGES, VIEWS  # noqa: F401  (re-exported)
 
 PROCESS_QUEUE = Table(
@@ -85,6 +87,8 @@ CONSUMER_QUEUE = Table(
         Column("last_consumed_store_ts", TIMESTAMP, "store time of the last consumed message", nullable=True),
         Column("consume_delay_ms", INT64, "now - store time of the next message to consume", "ms", nullable=True),
         Column("topic_kind", STRING, "normal or retry"),
+        Column("pop_mode", BOOL, "5.x: a client of the group pops (its running info has a mqPopTable): the broker "
+               "moves the offset at the pop, no ProcessQueue holds it; null when not known", nullable=True),
         Column("lag", INT64, "messages not yet committed", "messages", derived="broker_offset - consumer_offset"),
         Column(
             "inflight",
@@ -215,6 +219,17 @@ BROKER = Table(
         Column("schedule_backlog", INT64, "delay-level messages not yet delivered, all levels", "messages", nullable=True),
         Column("msg_put_today", INT64, "messages put since local midnight", "messages", nullable=True),
         Column("broker_active", BOOL, "5.x: acting as master (schedule/transaction services run)", nullable=True),
+        # 5.x timer wheel (timerWheelEnable), "0" when it is off; read over remoting so the figures need no exporter.
+        Column("timer_read_behind_s", INT64, "5.x timerReadBehind: how far the wheel's delivery trails the clock",
+               "s", nullable=True),
+        Column("timer_offset_behind", INT64, "5.x timerOffsetBehind: timer messages written, not yet in the wheel",
+               "messages", nullable=True),
+        Column("timer_congest_num", INT64, "5.x timerCongestNum: timer messages in the wheel, not yet delivered",
+               "messages", nullable=True),
+        Column("timer_enqueue_tps", FLOAT64, "5.x timerEnqueueTps: timer messages taken in per second", "msg/s",
+               nullable=True),
+        Column("timer_dequeue_tps", FLOAT64, "5.x timerDequeueTps: timer messages delivered per second", "msg/s",
+               nullable=True),
     ),
 )
 
@@ -318,6 +333,8 @@ TABLES: dict[str, Table] = {
         LOG_EVENT,
         COLLECTOR_HEALTH,
         DAEMON_HEALTH,
+        *NATIVE_TABLES,
+        POP_QUEUE,
     )
 }
 

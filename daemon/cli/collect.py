@@ -11,6 +11,7 @@ from pathlib import Path
 def cmd_collect(args: argparse.Namespace) -> int:
     """Run one collection cycle against a live cluster and write it to a store."""
     from config.loader import ConfigLoadError, load_config
+    from config.native_metrics import NativeMetricsConfig
     from daemon.app.oneshot import ClusterTarget, collect_once
     from daemon.cli.logformat import setup_logging
     from daemon.collectors.remoting.errors import RemotingError
@@ -27,7 +28,7 @@ def cmd_collect(args: argparse.Namespace) -> int:
         except ConfigLoadError as exc:
             print(exc, file=sys.stderr)
             return 1
-        targets = [ClusterTarget(c.name, c.namesrv, c.selection()) for c in config.clusters]
+        targets = [ClusterTarget(c.name, c.namesrv, c.selection(), c.native_metrics) for c in config.clusters]
         timeout, concurrency = config.collect.timeout.total_seconds(), config.collect.concurrency
         store = store or config.store
     elif not args.namesrv:
@@ -38,7 +39,9 @@ def cmd_collect(args: argparse.Namespace) -> int:
         return 2
     namesrv = [a.strip() for a in (args.namesrv or "").split(";") if a.strip()]
     try:
-        results = asyncio.run(collect_once(store, targets, namesrv, timeout=timeout, concurrency=concurrency))
+        native = NativeMetricsConfig(port=args.metrics_port) if args.metrics_port else None
+        results = asyncio.run(collect_once(store, targets, namesrv, timeout=timeout, concurrency=concurrency,
+                                           native=native))
     except RemotingError as exc:
         print(f"rocketwatch collect: no name server answered: {exc}", file=sys.stderr)
         return 1
@@ -59,5 +62,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     collect.add_argument("--store", help="Parquet store directory")
     collect.add_argument("--once", action="store_true", help="one cycle, then exit")
     collect.add_argument("--timeout", type=float, default=5.0, help="seconds per call")
+    collect.add_argument("--metrics-port", type=int, default=None,
+                         help="the 5.1+ brokers' metricsPromExporterPort (default 5557) when not given by --config")
     collect.add_argument("--log-level", default="warning")
     collect.set_defaults(func=cmd_collect)

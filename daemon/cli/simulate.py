@@ -28,6 +28,9 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         print(f"scenario {args.scenario}: namesrv {sim.namesrv_addr}", flush=True)
         for name, addr in sorted(sim.broker_addrs.items()):
             print(f"  broker {name} {addr}", flush=True)
+        if sim.metrics_port:
+            print(f"  native metrics http://{sim.host}:{sim.metrics_port}/metrics "
+                  f"(native_metrics: {{port: {sim.metrics_port}}})", flush=True)
         try:
             await asyncio.Event().wait()
         finally:
@@ -48,8 +51,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     simulate.add_argument("--scenario", default="healthy")
     simulate.add_argument("--listen", default="127.0.0.1:9876", help="namesrv address (brokers get free ports)")
     simulate.add_argument("--list", action="store_true", help="list the scenarios")
-    simulate.add_argument("--broker-version", type=int, default=407,
-                          help="MQVersion ordinal the brokers answer with: 407 = 4.9.7 (default), 479 = 5.3.3")
+    simulate.add_argument("--broker-version", type=int, default=None,
+                          help="MQVersion ordinal the brokers answer with: 407 = 4.9.7 (the default, but for the "
+                               "5.x scenarios: 479), 479 = 5.3.3")
     simulate.add_argument("--time-scale", type=float, default=1.0,
                           help="multiply the scenario's event times by this (0.1: ten times sooner)")
     simulate.set_defaults(func=cmd_simulate)

@@ -160,6 +160,11 @@ def broker_row(
         "schedule_backlog": schedule_backlog(kv),
         "msg_put_today": today_now - today_morning if today_now is not None and today_morning is not None else None,
         "broker_active": None if active is None else active.strip().lower() == "true",
+        "timer_read_behind_s": parse_int(kv.get("timerReadBehind")),
+        "timer_offset_behind": parse_int(kv.get("timerOffsetBehind")),
+        "timer_congest_num": parse_int(kv.get("timerCongestNum")),
+        "timer_enqueue_tps": parse_float(kv.get("timerEnqueueTps")),
+        "timer_dequeue_tps": parse_float(kv.get("timerDequeueTps")),
     }
     return row
 

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Collection
 from datetime import datetime
 from typing import Any
 
+from daemon.collectors.remoting._values import as_int
 from daemon.collectors.remoting.bodies import ConsumerConnection, ConsumeStats, TopicStatsTable
 from daemon.collectors.remoting.running_info import ConsumerRunningInfo, consumer_settings
 from daemon.collectors.timeconv import ms_to_datetime
@@ -14,13 +16,27 @@ RETRY_PREFIX = "%RETRY%"
 DLQ_PREFIX = "%DLQ%"
 
 
-def topic_kind(topic: str) -> tuple[str, str | None]:
-    """(normal|retry|dlq, the group a retry/DLQ topic belongs to)."""
+def topic_kind(topic: str, groups: Collection[str] = ()) -> tuple[str, str | None]:
+    """(normal|retry|dlq, the group a retry/DLQ topic belongs to).
+
+    A 5.x pop-mode group's retry topic is `%RETRY%<group>_<topic>` (V1) or `%RETRY%<group>+<topic>`
+    (V2): with the known `groups` it is filed under its group, never under a group "<group>_<topic>".
+    """
     if topic.startswith(RETRY_PREFIX):
-        return "retry", topic[len(RETRY_PREFIX):]
+        return "retry", retry_owner(topic[len(RETRY_PREFIX):], groups)
     if topic.startswith(DLQ_PREFIX):
         return "dlq", topic[len(DLQ_PREFIX):]
     return "normal", None
+
+
+def retry_owner(name: str, groups: Collection[str]) -> str:
+    """The group behind a retry topic's name (without %RETRY%): itself, or the known group of a pop retry topic."""
+    if "+" in name:
+        return name.split("+", 1)[0]
+    if name in groups:
+        return name
+    owners = [g for g in groups if name.startswith(g + "_")]
+    return max(owners, key=len) if owners else name
 
 
 def consumer_status_rows(
@@ -53,9 +69,10 @@ def consumer_client_rows(cluster: str, now: datetime, group: str, conn: Consumer
     ]
 
 
-def topic_queue_rows(cluster: str, now: datetime, broker: str, topic: str, stats: TopicStatsTable) -> list[dict[str, Any]]:
+def topic_queue_rows(cluster: str, now: datetime, broker: str, topic: str, stats: TopicStatsTable,
+                     groups: Collection[str] = ()) -> list[dict[str, Any]]:
     """One row per queue of `topic` on `broker` (the broker answers for its own queues only)."""
-    kind, group = topic_kind(topic)
+    kind, group = topic_kind(topic, groups)
     return [
         {
             "ts": now, "cluster": cluster, "topic": mq.topic or topic, "topic_kind": kind, "group": group,
@@ -142,3 +159,36 @@ def thread_dump_rows(cluster: str, now: datetime, group: str, client_id: str, js
         }
         for t in parse_any(jstack).values()
     ]
+
+
+# Java DefaultMQPushConsumer defaults for pop mode, used when a client does not report a property.
+DEFAULT_POP_THRESHOLD_FOR_QUEUE = 96
+DEFAULT_POP_INVISIBLE_TIME_MS = 60000
+DEFAULT_POP_BATCH_NUMS = 32
+
+
+def pop_queue_rows(
+    cluster: str, now: datetime, group: str, client_id: str, info: ConsumerRunningInfo
+) -> list[dict[str, Any]]:
+    """`pop_queue` rows: one per mqPopTable entry of a pop-mode client, with its pop settings."""
+    props = info.properties
+    settings = consumer_settings(props)
+    return [
+        {
+            "ts": now, "cluster": cluster, "group": group, "client_id": client_id, "topic": mq.topic,
+            "broker": mq.broker_name, "queue_id": mq.queue_id, "wait_ack_count": pq.wait_ack_count,
+            "last_pop_ts": ms_to_datetime(pq.last_pop_timestamp), "dropped": pq.dropped,
+            "pop_threshold_for_queue": as_int(props.get("popThresholdForQueue"), DEFAULT_POP_THRESHOLD_FOR_QUEUE),
+            "pop_invisible_time_ms": as_int(props.get("popInvisibleTime"), DEFAULT_POP_INVISIBLE_TIME_MS),
+            "pop_batch_nums": as_int(props.get("popBatchNums"), DEFAULT_POP_BATCH_NUMS),
+            "max_reconsume_times": settings.max_reconsume_times,
+        }
+        for mq, pq in sorted(info.mq_pop_table.items())
+    ]
+
+
+def mark_pop_groups(consumer_queue: list[dict[str, Any]], pop_queue: list[dict[str, Any]]) -> None:
+    """Set `pop_mode` on every consumer_queue row: whether a client of its group reported a mqPopTable."""
+    pop_groups = {r["group"] for r in pop_queue}
+    for row in consumer_queue:
+        row["pop_mode"] = row["group"] in pop_groups

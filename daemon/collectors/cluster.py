@@ -26,6 +26,8 @@ from daemon.collectors.client_rows import (
     consumer_client_rows,
     consumer_queue_rows,
     consumer_status_rows,
+    mark_pop_groups,
+    pop_queue_rows,
     process_queue_rows,
     thread_dump_rows,
     topic_queue_rows,
@@ -48,8 +50,11 @@ CONSUMER_STATUS = "consumer_status"
 CONSUMER_CLIENT = "consumer_client"
 TOPIC_QUEUE = "topic_queue"
 BROKER = "broker"
+POP_QUEUE = "pop_queue"
 
 BROADCASTING = "BROADCASTING"
+# Listed so by a proxy's gRPC clients, which answer no running info. A remoting client in pop mode is
+# listed CONSUME_PASSIVELY like any push consumer: its running info's mqPopTable says it pops (ref §10).
 CONSUME_POP = "CONSUME_POP"
 
 @dataclass
@@ -86,6 +91,9 @@ class _Cycle:
     topic_queue: list[dict[str, Any]] = field(default_factory=list)
     broker: list[dict[str, Any]] = field(default_factory=list)
     thread_dump: list[dict[str, Any]] = field(default_factory=list)
+    pop_queue: list[dict[str, Any]] = field(default_factory=list)
+    # Every group of the cycle: files a pop retry topic %RETRY%<group>_<topic> under its group.
+    group_names: set[str] = field(default_factory=set)
     # Every broker address of the cluster info -> (broker name, broker id): names the broker on the
     # health rows of the calls to it (daemon/collectors/health.py).
     brokers: dict[str, tuple[str, int]] = field(default_factory=dict)
@@ -198,7 +206,7 @@ async def _topic_stats(cycle: _Cycle, name: str, addr: str, topic: str) -> None:
         answers=(TopicNotExist,),
     )
     if stats is not None:
-        cycle.topic_queue.extend(topic_queue_rows(cycle.cluster, cycle.now, name, topic, stats))
+        cycle.topic_queue.extend(topic_queue_rows(cycle.cluster, cycle.now, name, topic, stats, cycle.group_names))
 
 
 def _masters(info: ClusterInfo, cluster: str) -> list[tuple[str, str]]:
@@ -253,6 +261,7 @@ async def _running_info(cycle: _Cycle, addr: str, group: str, client_id: str) ->
     if info is not None:
         cycle.process_queue.extend(process_queue_rows(cycle.cluster, cycle.now, group, client_id, info))
         cycle.consumer_status.extend(consumer_status_rows(cycle.cluster, cycle.now, group, client_id, info))
+        cycle.pop_queue.extend(pop_queue_rows(cycle.cluster, cycle.now, group, client_id, info))
 
 
 async def _consume_stats(cycle: _Cycle, addr: str, group: str) -> None:
@@ -294,8 +303,7 @@ async def _collect_group(cycle: _Cycle, group: str, addrs: list[str]) -> None:
         broadcasting = conn.message_model == BROADCASTING
         cycle.consumer_client.extend(consumer_client_rows(cycle.cluster, cycle.now, group, conn))
         if conn.consume_type != CONSUME_POP:
-            # POP clients (5.x) keep no ProcessQueue: the broker holds their state, so running info
-            # has nothing for process_queue and is not asked (broker-side tables still fill).
+            # Proxy (gRPC) clients answer no running info: only the broker-side tables fill for them.
             tasks += [_running_info(cycle, addr, group, cid) for cid in sorted(set(conn.client_ids))]
     if not broadcasting:
         # Broadcasting groups keep offsets on the clients; the broker's ConsumeStats mean nothing (ref §7).
@@ -344,10 +352,12 @@ async def collect_cluster(
             # A group whose config lives elsewhere (auto-created, deleted config) still has a %RETRY% topic.
             for group in await retry_topic_groups(cycle, namesrv, topic_lists or TopicListCache(0.0)):
                 groups.setdefault(group, [addr for _, addr in masters])
+            cycle.group_names = set(groups)
             await asyncio.gather(
                 *runtime, *(_collect_group(cycle, g, addrs) for g, addrs in sorted(groups.items()))
             )
             fill_replication_behind(cycle.broker)
+            mark_pop_groups(cycle.consumer_queue, cycle.pop_queue)
             await asyncio.gather(
                 *(_topic_stats(cycle, name, addr, topic)
                   for name, addr in masters for topic in sorted(cycle.topics.get(addr, ())))
@@ -381,6 +391,8 @@ def _result(
         BROKER: cycle.broker,
         # Only groups in jstack_groups send a jstack: no table at all for most clusters.
         **({"thread_dump": cycle.thread_dump} if cycle.thread_dump else {}),
+        # Only 5.x clients in pop mode have PopProcessQueues.
+        **({POP_QUEUE: cycle.pop_queue} if cycle.pop_queue else {}),
         COLLECTOR_HEALTH: with_target_figures(cycle.health, cycle.brokers),
     }
     if not discovered:

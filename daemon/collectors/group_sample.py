@@ -25,6 +25,7 @@ from daemon.collectors.client_rows import (
     consumer_client_rows,
     consumer_queue_rows,
     consumer_status_rows,
+    pop_queue_rows,
     process_queue_rows,
     topic_queue_rows,
 )
@@ -34,9 +35,12 @@ from daemon.collectors.remoting.errors import ConsumerNotOnline, RemotingError, 
 
 T = TypeVar("T")
 
+# A proxy's gRPC clients are listed so; they answer no running info. A remoting client in pop mode is
+# listed CONSUME_PASSIVELY and found by the mqPopTable of its running info (pop_queue rows).
 POP = "CONSUME_POP"
 BROADCASTING = "BROADCASTING"
-TABLES = ("consumer_queue", "process_queue", "consumer_status", "consumer_client", "topic_queue", "broker")
+TABLES = ("consumer_queue", "process_queue", "consumer_status", "consumer_client", "topic_queue", "broker",
+          "pop_queue")
 
 
 class CollectError(Exception):
@@ -256,5 +260,6 @@ async def _running_info(calls: _Calls, target: Target, sample: Sample, relay: st
     cluster = _cluster(target, name)
     sample.rows["process_queue"].extend(process_queue_rows(cluster, sample.ts, target.group, client_id, info))
     sample.rows["consumer_status"].extend(consumer_status_rows(cluster, sample.ts, target.group, client_id, info))
+    sample.rows["pop_queue"].extend(pop_queue_rows(cluster, sample.ts, target.group, client_id, info))
     if info.jstack:
         sample.jstacks[client_id] = info.jstack

@@ -1,4 +1,4 @@
-"""One cluster's collection cycle over every source its config names: remoting, exporter, or both."""
+"""One cluster's collection cycle over every source its config names: remoting, exporter, native metrics, logs."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from config.models import ClusterConfig, CollectConfig
 from daemon.collectors.cluster import CollectResult, collect_cluster
 from daemon.collectors.exporter import collect_exporter
 from daemon.collectors.logs import LogsCollector
+from daemon.collectors.native_metrics import collect_native
 from daemon.collectors.remoting.admin import AdminClient
 from daemon.collectors.topic_list import TOPIC_LISTS
 
@@ -35,6 +36,10 @@ async def collect_sources(
                 cluster.exporter.url, cluster.name, now, timeout=cluster.exporter.timeout.total_seconds()
             )
         )
+    if cluster.native_metrics.mode != "off":
+        # The broker table of this cycle names the brokers and their versions (5.1+ serve the page).
+        brokers = [row for r in results for row in r.rows.get("broker", ())]
+        results.append(await collect_native(cluster.name, cluster.native_metrics, brokers, now))
     if logs is not None:
         results.append(await asyncio.to_thread(logs.collect, now))  # file reads off the event loop
     rows: dict[str, list[dict[str, Any]]] = {}

@@ -19,12 +19,26 @@ DEFAULT_REFRESH_S = 300.0
 
 
 def groups_of_retry_topics(topics: Iterable[str]) -> set[str]:
-    """Groups named by `%RETRY%<group>` topics; 5.x POP retry topics `%RETRY%<group>+<topic>` give the group."""
+    """Groups named by `%RETRY%<group>` topics; 5.x pop retry topics give their group, not a group of their own.
+
+    A pop-mode group's retry topic is `%RETRY%<group>+<topic>` (V2) or `%RETRY%<group>_<topic>` (V1, the
+    default): the latter is `<group>_<topic>` where `%RETRY%<group>` and `<topic>` are topics too.
+    """
+    topics = list(topics)
+    names = set(topics)
     groups = set()
     for topic in topics:
         if topic.startswith(RETRY_PREFIX) and len(topic) > len(RETRY_PREFIX):
-            groups.add(topic[len(RETRY_PREFIX):].split("+", 1)[0])
+            name = topic[len(RETRY_PREFIX):].split("+", 1)[0]
+            if not _pop_retry_v1(name, names):
+                groups.add(name)
     return groups
+
+
+def _pop_retry_v1(name: str, topics: set[str]) -> bool:
+    """`<group>_<topic>` with `%RETRY%<group>` and `<topic>` both topics: a pop retry topic, not a group."""
+    return any(RETRY_PREFIX + name[:i] in topics and name[i + 1:] in topics
+               for i, ch in enumerate(name) if ch == "_")
 
 
 @dataclass

@@ -170,10 +170,14 @@ def decide(target: Target, samples: Sequence[Sample], findings: Sequence[Finding
         return Verdict(status=status, side="consumer", scope="no client online", headline=head, seen=seen,
                        next_steps=steps, **base)  # type: ignore[arg-type]
     assert last.connection is not None
+    pop_rows = last.rows.get("pop_queue", [])
+    if pop_rows:
+        return _pop_verdict(group, pop_rows, total_lag, findings, runbook, base)
     if last.connection.consume_type == POP:
         lagging = total_lag > LAGGING_MESSAGES
-        head = (f"group {group} is consumed by 5.x POP clients: they keep no ProcessQueue, so only the broker "
-                f"side is judged: lag {total_lag}{', growing' if any(LAG in e.marks for e in evidence) else ''}")
+        head = (f"group {group} is consumed through a proxy (gRPC clients, listed CONSUME_POP): they answer no "
+                f"running info, so only the broker side is judged: lag {total_lag}"
+                f"{', growing' if any(LAG in e.marks for e in evidence) else ''}")
         return Verdict(status=PROBLEM if lagging else POP_GROUP, side="consumer" if lagging else "none",
                        scope="all queues" if lagging else None, headline=head,
                        next_steps=_basis(findings, [], runbook, {})[1], **base)  # type: ignore[arg-type]
@@ -352,3 +356,26 @@ def _queue_values(last: Sample, group: str, e: QueueEvidence) -> dict[str, Any]:
             values["span"] = row["cached_max_offset"] - row["cached_min_offset"]
     values.pop("ts", None)
     return values
+
+
+def _pop_verdict(group: str, pop_rows: list[dict[str, Any]], total_lag: int, findings: Sequence[Finding],
+                 runbook: dict[str, str], base: dict[str, Any]) -> Verdict:
+    """A group whose clients pop (5.x pop mode): judged on waitAckCount against popThresholdForQueue."""
+    full = sorted({r["client_id"] for r in pop_rows if r["wait_ack_count"] > r["pop_threshold_for_queue"]})
+    worst = max(pop_rows, key=lambda r: r["wait_ack_count"])
+    if full:
+        head = (f"group {group} consumes in pop mode and client(s) {', '.join(full)} stopped popping: "
+                f"{worst['wait_ack_count']} popped messages wait for their ack, above popThresholdForQueue "
+                f"{worst['pop_threshold_for_queue']}; the consume threads are stuck or slow, and each unacknowledged "
+                f"message is revived into %RETRY%{group}_{worst['topic']} after "
+                f"{worst['pop_invisible_time_ms'] // 1000} s; lag {total_lag}")
+        return Verdict(status=PROBLEM, side="consumer", scope="one client" if len(full) == 1 else "all queues",
+                       headline=head, clients=full, next_steps=_basis(findings, [], runbook, {})[1],
+                       **base)  # type: ignore[arg-type]
+    lagging = total_lag > LAGGING_MESSAGES
+    head = (f"group {group} consumes in pop mode (its clients' running info has a mqPopTable): judged on "
+            f"waitAckCount against popThresholdForQueue ({worst['wait_ack_count']}/{worst['pop_threshold_for_queue']} "
+            f"at most) and the broker side; lag {total_lag}")
+    return Verdict(status=PROBLEM if lagging else POP_GROUP, side="consumer" if lagging else "none",
+                   scope="all queues" if lagging else None, headline=head,
+                   next_steps=_basis(findings, [], runbook, {})[1], **base)  # type: ignore[arg-type]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from daemon.simulator.bodies_v5 import pop_properties, pop_table, timer_runtime
 from daemon.simulator.broker import Broker, MessageQueue, RateWindow
 from daemon.simulator.consumer import ConsumerClient
 from daemon.simulator.fastjson_writer import (
@@ -155,6 +156,7 @@ def _properties(client: ConsumerClient, namesrv_addr: str) -> JavaMap:
             f"org.apache.rocketmq.client.impl.consumer.DefaultMQPushConsumerImpl@{ident % 0xFFFFFED:x}",
         "postSubscriptionWhenPull": "false", "consumerGroup": client.group,
     }  # fmt: skip
+    props.update(pop_properties(client))
     return JavaMap((k, props[k]) for k in string_hash_order(props, 8, concurrent=True))
 
 
@@ -187,6 +189,7 @@ def running_info(client: ConsumerClient, now: float, namesrv_addr: str, jstack: 
     subs = sorted(topics, key=lambda t: f"{t}@*")  # TreeSet<SubscriptionData>: topic@subString order
     return Bean(
         jstack=jstack_text(client) if jstack else None,
+        mqPopTable=pop_table(client, _mq),
         mqTable=mq_table,
         properties=_properties(client, namesrv_addr),
         statusTable=status,
@@ -204,8 +207,8 @@ def consume_stats(model: ClusterModel, broker: Broker, group: str, topic: str | 
         cfg = broker.topics.get(t)
         if cfg is None:
             continue
-        if g is not None and g.clients and t not in g.subscribed:
-            continue  # an online group that does not subscribe the topic is skipped
+        if g is not None and g.clients and t not in g.subscribed and not (g.pop and t.startswith(f"%RETRY%{group}_")):
+            continue  # an online group that does not subscribe the topic is skipped (a pop retry topic is its own)
         for q in range(cfg.read_queue_nums):
             cq = broker.queue(t, q)
             max_off = cq.max_offset if cq else 0
@@ -317,6 +320,7 @@ def runtime_info(model: ClusterModel, broker: Broker) -> Bean:
     }  # fmt: skip
     if model.version >= V5_0_0:
         table.update(_runtime_5x(table, model.version))
+        table.update(timer_runtime(model, broker.name))
     table.update(model.runtime_overrides.get(broker.name, {}))
     return Bean(table=JavaMap((k, table[k]) for k in string_hash_order(table, 64)))
 

@@ -9,9 +9,13 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from daemon.simulator.broker import Broker, MessageQueue, RateWindow
 from daemon.simulator.retry import FailurePlan
+
+if TYPE_CHECKING:
+    from daemon.simulator.pop import PopConsumer
 
 MIB = 1024 * 1024
 FLOW_CONTROL_DELAY_S = 0.05  # PULL_TIME_DELAY_MILLS_WHEN_FLOW_CONTROL
@@ -135,6 +139,7 @@ class ConsumerClient:
         self.pending: deque[tuple[MessageQueue, int]] = deque()  # ConsumeRequests waiting for a thread
         self.threads = [ConsumeThread(i + 1) for i in range(settings.consume_thread_max)]
         self.status: dict[str, TopicStatus] = {}
+        self.pop: PopConsumer | None = None  # 5.x pop mode: the PopProcessQueues of the group's topics
         self.sub_versions: dict[str, int] = {}
         self._rotate = 0
 

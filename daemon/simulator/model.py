@@ -10,8 +10,10 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
+from daemon.simulator.backlogs import BrokerBacklogs, TimedProducer, TransactionalProducer
 from daemon.simulator.broker import PERM_RWI, Broker, MessageQueue, TopicConfig
 from daemon.simulator.consumer import ConsumerClient, ConsumerSettings, ProcessQueue
+from daemon.simulator.pop import PopConsumer, PopSettings, pop_queues_for
 from daemon.simulator.retry import RETRY_PREFIX, FailurePlan
 
 STEP_S = 0.02  # one sub-step ≈ one pull round trip on a LAN
@@ -75,8 +77,10 @@ class ConsumerGroup:
     # such a message never finishes it until released.
     poison: dict[tuple[MessageQueue, int], str] = field(default_factory=dict)
     failing: FailurePlan | None = None  # which messages the handler fails (sent back, retried, dead-lettered)
-    # CONSUME_POP for 5.x POP consumers: the broker tracks their offsets, the clients hold no ProcessQueue.
+    # What the connection list says. A 5.x remoting client in pop mode is CONSUME_PASSIVELY too (ref §10);
+    # CONSUME_POP is a proxy's gRPC client, which answers no running info.
     consume_type: str = "CONSUME_PASSIVELY"
+    pop: PopSettings | None = None  # set: the clients consume the group's topics in pop mode
 
     @property
     def subscribed(self) -> list[str]:
@@ -119,6 +123,10 @@ class ClusterModel:
         self.pull_delay_s: dict[str, float] = {}  # broker → seconds it takes to answer a pull
         # broker → GET_BROKER_RUNTIME_INFO entries answered instead of the modelled ones (store trouble)
         self.runtime_overrides: dict[str, dict[str, str]] = {}
+        # 5.x: timer wheels and half messages per broker, and the producers that fill them.
+        self.backlogs = BrokerBacklogs(start)
+        self.timed_producers: list[TimedProducer] = []
+        self.tx_producers: list[TransactionalProducer] = []
 
     def epoch_ms(self, t: float | None = None) -> int:
         """Wall-clock epoch milliseconds of model time `t` (default: now)."""
@@ -175,6 +183,10 @@ class ClusterModel:
         )
         for topic in group.subscribed:
             client.sub_versions[topic] = self.epoch_ms()
+        if group.pop is not None:
+            client.pop = PopConsumer(group_name, group.pop, group.settings.consume_thread_max,
+                                     group.settings.consume_rate_per_thread,
+                                     pop_queues_for(group_name, group.topics, self.brokers, self.epoch_ms()))
         group.clients.append(client)
         self.rebalance(group)
         return client
@@ -192,7 +204,8 @@ class ClusterModel:
         """AllocateMessageQueueAveragely per subscribed topic over the sorted client ids."""
         cids = sorted(c.client_id for c in group.clients)
         by_id = {c.client_id: c for c in group.clients}
-        for topic in group.subscribed:
+        # A pop-mode client holds a ProcessQueue only for the classic retry topic (as in the 5.3.3 capture).
+        for topic in group.subscribed if group.pop is None else [RETRY_PREFIX + group.name]:
             mqs = self.queues_of(topic)
             for idx, cid in enumerate(cids):
                 mine = set(_allocate_averagely(mqs, len(cids), idx))
@@ -240,10 +253,18 @@ class ClusterModel:
                     self.brokers[bname].put(p.topic, qid, t1, now_ms, p.size)
         for broker in self.brokers.values():
             broker.deliver_due(t1, now_ms)
+        for timed in self.timed_producers:
+            timed.step(self.backlogs, t0, t1)
+        for tx in self.tx_producers:
+            tx.step(self.backlogs, self.brokers, t0, t1, now_ms)
+        for bname, wheel in self.backlogs.timers.items():
+            wheel.deliver(self.brokers[bname], t1, now_ms)
         for group in self.groups.values():
             for client in group.clients:
                 client.pull_step(self.brokers, t1, now_ms, self.pull_delay_s)
                 client.consume_step(t1 - t0, t1, now_ms, group.poison, group.failing, self.brokers)
+                if client.pop is not None:
+                    client.pop.step(self.brokers, group.poison, t1 - t0, t1, now_ms)
         if t1 - self._last_persist >= self.persist_interval_s - 1e-9:
             self._last_persist = t1
             for group in self.groups.values():
@@ -284,6 +305,9 @@ class ClusterModel:
         """Unblock every thread of `group` and forget its poisoned messages."""
         g = self.groups[group]
         g.poison.clear()
+        for c in g.clients:
+            if c.pop is not None:
+                c.pop.release()
         return sum(c.release(self.now, self.epoch_ms()) for c in g.clients)
 
 

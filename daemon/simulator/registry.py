@@ -7,10 +7,11 @@ from collections.abc import Callable
 from daemon.simulator.scenario import Scenario, healthy, stuck_consumer
 from daemon.simulator.scenario_scale import scale
 from daemon.simulator.scenarios_symptoms import SYMPTOM_SCENARIOS
+from daemon.simulator.scenarios_v5 import V5_SCENARIOS
 
 # `simulate --list` prints in this order.
 SCENARIOS: dict[str, Callable[..., Scenario]] = {
-    "healthy": healthy, "stuck-consumer": stuck_consumer, **SYMPTOM_SCENARIOS, "scale": scale,
+    "healthy": healthy, "stuck-consumer": stuck_consumer, **SYMPTOM_SCENARIOS, **V5_SCENARIOS, "scale": scale,
 }
 
 

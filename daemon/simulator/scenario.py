@@ -34,6 +34,7 @@ class Scenario:
     info: dict[str, object] = field(default_factory=dict)
     # Broker name -> what its process or port does wrong from the moment serving starts.
     broker_faults: dict[str, BrokerFault] = field(default_factory=dict)
+    server_version: int | None = None  # the MQVersion ordinal it is served as unless told otherwise
 
     def at(self, seconds: float, action: str) -> None:
         """Schedule `action` at `seconds` scenario time after the start (scaled by time_scale)."""

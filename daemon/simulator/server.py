@@ -23,10 +23,11 @@ from daemon.collectors.remoting.frame import (
     encode,
     read_command,
 )
-from daemon.simulator.bodies import SERVER_VERSION, VERSION_DESCS
+from daemon.simulator.bodies import SERVER_VERSION, V5_1_0, VERSION_DESCS
 from daemon.simulator.broker import Broker
 from daemon.simulator.dispatch import Reply, broker_reply, namesrv_reply
 from daemon.simulator.model import ClusterModel
+from daemon.simulator.native_page import native_page
 from daemon.simulator.registry import build_scenario
 from daemon.simulator.scenario import Scenario
 
@@ -43,6 +44,7 @@ class Simulator:
         self.host = host
         self.server_version = server_version
         self.namesrv_addr = ""
+        self.metrics_port = 0  # 5.1+: the brokers' native /metrics, one page for every broker of this host
         self.broker_addrs: dict[str, str] = {}
         self._servers: dict[str, asyncio.Server] = {}
         self._ports: dict[str, int] = {}
@@ -80,7 +82,31 @@ class Simulator:
             self._servers[name] = await self._listen(name, 0)
             broker.addr = f"{self.host}:{self._ports[name]}"
             self.broker_addrs[name] = broker.addr
+        if self.server_version >= V5_1_0:
+            metrics = await asyncio.start_server(self._serve_metrics, self.host, 0)
+            self._servers["metrics"] = metrics
+            self.metrics_port = metrics.sockets[0].getsockname()[1]
         self._ticker = asyncio.create_task(self._tick_forever())
+
+    async def _serve_metrics(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """One HTTP/1.0 exchange: GET /metrics answers the brokers' native page; anything else 404."""
+        try:
+            request = await reader.readline()
+            while (await reader.readline()) not in (b"\r\n", b"\n", b""):
+                pass  # headers: nothing in them changes the page
+            self.advance()
+            path = request.split(b" ")[1] if request.count(b" ") >= 2 else b""
+            if path == b"/metrics":
+                body = native_page(self.model, self.model.brokers.values()).encode()
+                head = b"HTTP/1.0 200 OK\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\n"
+            else:
+                body, head = b"not found\n", b"HTTP/1.0 404 Not Found\r\nContent-Type: text/plain\r\n"
+            writer.write(head + f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+            await writer.drain()
+        except (ConnectionError, IndexError):
+            pass
+        finally:
+            writer.close()
 
     async def _listen(self, name: str, port: int) -> asyncio.Server:
         def handler(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
@@ -237,15 +263,16 @@ async def start_simulator(
     host: str = "127.0.0.1",
     namesrv_port: int = 0,
     time_scale: float = 1.0,
-    server_version: int = SERVER_VERSION,
+    server_version: int | None = None,
     **scenario_options: Any,
 ) -> Simulator:
     """Build (or take) a scenario and serve it; returns once every port is listening.
 
     `server_version` is the brokers' MQVersion ordinal: 407 (4.9.7) by default; 413 and up answer as
-    5.x (pullOffset in ConsumeStats from 433, 5.x runtime-info keys).
+    5.x (pullOffset in ConsumeStats from 433, 5.x runtime-info keys, native /metrics from 433). A scenario
+    of 5.x behaviour (pop mode, timers, transactions) names its own version, used when none is given.
     """
-    if server_version not in VERSION_DESCS:
+    if server_version is not None and server_version not in VERSION_DESCS:
         raise ValueError(f"cannot emulate broker version {server_version}; known: "
                          + ", ".join(f"{v} ({d})" for v, d in VERSION_DESCS.items()))
     if isinstance(scenario, str):
@@ -257,6 +284,7 @@ async def start_simulator(
         if sc.model.now == sc.model.start:
             # An untouched model starts "now", so its timestamps look like a live cluster's.
             sc.model.start_epoch_ms = int(time.time() * 1000)
+    server_version = server_version or sc.server_version or SERVER_VERSION
     sc.model.version = server_version
     sim = Simulator(sc, host, server_version)
     await sim._start(namesrv_port)
@@ -301,6 +329,11 @@ class SimulatorThread:
     def namesrv_addr(self) -> str:
         """`host:port` of the namesrv."""
         return self._sim().namesrv_addr
+
+    @property
+    def metrics_port(self) -> int:
+        """Port of the brokers' native /metrics page (5.1+; 0 for a 4.x cluster)."""
+        return self._sim().metrics_port
 
     @property
     def broker_addrs(self) -> dict[str, str]:

@@ -77,6 +77,24 @@ def _process_queue(raw: Any) -> ProcessQueueInfo:
 
 
 @dataclass(frozen=True)
+class PopProcessQueueInfo:
+    """A 5.x pop-mode client's PopProcessQueue for one queue (queue id -1: popped from every queue)."""
+
+    wait_ack_count: int
+    last_pop_timestamp: int
+    dropped: bool
+
+
+def _pop_process_queue(raw: Any) -> PopProcessQueueInfo:
+    raw = as_obj(raw, "PopProcessQueueInfo")
+    return PopProcessQueueInfo(
+        wait_ack_count=as_int(raw.get("waitAckCount")),
+        last_pop_timestamp=as_int(raw.get("lastPopTimestamp")),
+        dropped=as_bool(raw.get("droped", raw.get("dropped", False))),
+    )
+
+
+@dataclass(frozen=True)
 class ConsumeStatus:
     """A client's consumption statistics for one topic (1-minute windows)."""
 
@@ -109,6 +127,8 @@ class ConsumerRunningInfo:
     status_table: dict[str, ConsumeStatus]
     subscriptions: list[SubscriptionData] = field(default_factory=list)
     jstack: str | None = None
+    # 5.x: a client in pop mode keeps a PopProcessQueue per queue it pops instead of a ProcessQueue.
+    mq_pop_table: dict[MessageQueue, PopProcessQueueInfo] = field(default_factory=dict)
 
 
 def decode_consumer_running_info(body: bytes | str) -> ConsumerRunningInfo:
@@ -123,7 +143,10 @@ def decode_consumer_running_info(body: bytes | str) -> ConsumerRunningInfo:
     }
     subs = [subscription(s) for s in as_list(root.get("subscriptionSet"), "subscriptionSet")]
     jstack = root.get("jstack")
-    return ConsumerRunningInfo(props, mq_table, status, subs, None if jstack is None else as_str(jstack))
+    pop_table = {
+        message_queue(k): _pop_process_queue(v) for k, v in as_obj(root.get("mqPopTable"), "mqPopTable").items()
+    }
+    return ConsumerRunningInfo(props, mq_table, status, subs, None if jstack is None else as_str(jstack), pop_table)
 
 
 @dataclass(frozen=True)

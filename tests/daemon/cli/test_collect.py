@@ -47,3 +47,21 @@ def test_collect_once_with_no_name_server_says_so(tmp_path, capsys):
     rc = main(["collect", "--namesrv", f"127.0.0.1:{port}", "--store", str(tmp_path), "--once", "--timeout", "1"])
     assert rc == 1
     assert f"127.0.0.1:{port}" in capsys.readouterr().err
+
+
+def test_collect_once_against_a_53x_cluster_fills_the_native_and_pop_tables(tmp_path, capsys):
+    store = tmp_path / "store"
+    with SimulatorThread("pop-stuck", time_scale=0.05) as sim:
+        sim.fast_forward(20)  # popGroup's threads blocked at 3 s; its client stopped popping since
+        rc = main(["collect", "--namesrv", sim.namesrv_addr, "--store", str(store), "--once",
+                   "--metrics-port", str(sim.metrics_port)])
+    out = capsys.readouterr().out
+    assert rc == 0 and "native metrics: 1 page(s) read, 0 failed" in out
+    pops = _read(store, "pop_queue")
+    assert {(r["group"], r["topic"], r["queue_id"]) for r in pops} == {("popGroup", "PopTopic", -1)}
+    assert max(r["wait_ack_count"] for r in pops) > 96
+    native = {(r["group"], r["broker"]): r for r in _read(store, "native_consumer")}
+    assert native[("popGroup", "broker-a")]["ready"] > 0 and native[("popGroup", "broker-a")]["inflight"] == 0
+    assert {r["broker"] for r in _read(store, "native_broker")} == {"broker-a", "broker-b"}
+    assert any(r["call"] == "NATIVE_METRICS_SCRAPE" and r["ok"] for r in _read(store, "collector_health"))
+    assert {r["pop_mode"] for r in _read(store, "consumer_queue") if r["group"] == "popGroup"} == {True}

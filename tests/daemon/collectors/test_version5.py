@@ -1,14 +1,18 @@
 """The same cycle against brokers answering as 4.9.7 and as 5.3.3: the collector reads the version
-every response carries, and fills what only 5.x says (pullOffset, brokerActive, the renamed TPS key)."""
+every response carries, and fills what only 5.x says (pullOffset, brokerActive, the renamed TPS key, pop-mode
+clients, timer and half-message backlogs, the native metrics page)."""
 
 from __future__ import annotations
 
 import asyncio
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 
+from config.native_metrics import NativeMetricsConfig
 from daemon.collectors.cluster import CollectResult, collect_cluster
+from daemon.collectors.native_metrics import collect_native
 from daemon.collectors.remoting.admin import AdminClient
 from daemon.collectors.remoting.client import RemotingClient
 from daemon.simulator import SimulatorThread
@@ -52,10 +56,9 @@ def test_a_49x_broker_has_no_pull_offset_and_no_broker_active() -> None:
         assert row["get_transferred_tps"] is not None  # 4.x spells it getTransferedTps
 
 
-def test_a_pop_group_gets_its_broker_side_rows_and_its_clients_are_not_asked_for_process_queues() -> None:
-    with SimulatorThread("healthy", server_version=479) as sim:
-        sim.inspect(lambda m: setattr(m.groups["orderConsumerB"], "consume_type", "CONSUME_POP"))
-        offsets_committed(sim, topics=["OrderTopic"])
+def test_a_pop_mode_client_is_listed_as_push_and_found_by_its_pop_table() -> None:
+    with SimulatorThread("pop-stuck", time_scale=0.05) as sim:
+        sim.fast_forward(20)  # the four threads blocked at 3 s; the client stopped popping since
 
         async def run() -> CollectResult:
             async with RemotingClient(default_timeout=2.0, connect_timeout=1.0) as client:
@@ -64,10 +67,41 @@ def test_a_pop_group_gets_its_broker_side_rows_and_its_clients_are_not_asked_for
 
         result = asyncio.run(run())
     rows = result.rows
-    pop_clients = [r for r in rows["consumer_client"] if r["group"] == "orderConsumerB"]
-    assert pop_clients and all(r["consume_type"] == "CONSUME_POP" for r in pop_clients)
-    assert any(r["group"] == "orderConsumerB" for r in rows["consumer_queue"])
-    assert not [r for r in rows["process_queue"] if r["group"] == "orderConsumerB"]
-    assert {r["group"] for r in rows["process_queue"]} == {"orderConsumerA"}
-    asked = [r for r in rows["collector_health"] if r["call"] == "GET_CONSUMER_RUNNING_INFO"]
-    assert len(asked) == len([r for r in rows["consumer_client"] if r["group"] == "orderConsumerA"])
+    # As a real 5.3.3 broker lists it: CONSUME_PASSIVELY, never CONSUME_POP.
+    assert {r["consume_type"] for r in rows["consumer_client"] if r["group"] == "popGroup"} == {"CONSUME_PASSIVELY"}
+    pops = {r["broker"]: r for r in rows["pop_queue"] if r["group"] == "popGroup"}
+    assert pops["broker-a"]["queue_id"] == -1 and pops["broker-a"]["topic"] == "PopTopic"
+    assert pops["broker-a"]["wait_ack_count"] > pops["broker-a"]["pop_threshold_for_queue"] == 96
+    assert not [r for r in rows["pop_queue"] if r["group"] == "mailGroup"]
+    # Its only ProcessQueues are the classic retry topic's; the broker still reports its offsets and lag.
+    assert {r["topic"] for r in rows["process_queue"] if r["group"] == "popGroup"} == {"%RETRY%popGroup"}
+    assert any(r["group"] == "popGroup" and r["topic"] == "PopTopic" for r in rows["consumer_queue"])
+    retry = {r["topic"]: r["group"] for r in rows["topic_queue"] if r["topic_kind"] == "retry"}
+    assert retry.get("%RETRY%popGroup_PopTopic") == "popGroup"
+
+
+@pytest.mark.parametrize(("scenario", "check"), [
+    ("timer-backlog", lambda rows, broker: rows["native_topic"] and broker["timer_congest_num"] > 0),
+    ("half-unresolved", lambda rows, broker: {r["topic"]: r["half_messages"] for r in rows["native_topic"]}["TxTopic"] > 0),
+])
+def test_a_53x_simulator_serves_native_metrics_with_timer_and_half_backlogs(scenario: str, check: Any) -> None:
+    with SimulatorThread(scenario, time_scale=0.05) as sim:
+        sim.fast_forward(20)
+
+        async def run() -> tuple[CollectResult, CollectResult]:
+            async with RemotingClient(default_timeout=2.0, connect_timeout=1.0) as client:
+                remoting = await collect_cluster(AdminClient(client), "DefaultCluster", [sim.namesrv_addr],
+                                                 datetime.now(UTC), call_timeout=2.0)
+            native = await collect_native("DefaultCluster", NativeMetricsConfig(port=sim.metrics_port),
+                                          remoting.rows["broker"], datetime.now(UTC))
+            return remoting, native
+
+        remoting, native = asyncio.run(run())
+    (health,) = native.rows["collector_health"]
+    assert health["ok"] and health["call"] == "NATIVE_METRICS_SCRAPE"
+    broker_a = next(r for r in remoting.rows["broker"] if r["broker"] == "broker-a")
+    assert check(native.rows, broker_a)
+    # The page has the real quirks: a family read under its suffixed sample name, one it does not read.
+    assert {r["broker"] for r in native.rows["native_broker"]} == {"broker-a", "broker-b"}
+    assert all(r["unknown_families"] >= 1 for r in native.rows["native_broker"])
+    assert all(r["lag_latency_ms"] is not None for r in native.rows["native_consumer"])

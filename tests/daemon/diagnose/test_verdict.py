@@ -109,8 +109,20 @@ def test_every_group_of_the_topic_lagging_points_at_the_broker() -> None:
     assert (verdict.side, verdict.scope) == ("broker", "all groups lagging")
 
 
-def test_pop_group_gets_a_broker_side_only_verdict() -> None:
+def test_a_proxy_group_listed_consume_pop_gets_a_broker_side_only_verdict() -> None:
     queues = {q: {"broker": 100, "committed": 98} for q in range(2)}
     verdict = _decide(queues, ["pop@1"], consume_type="CONSUME_POP")
     assert verdict.status == "pop" and verdict.exit_code == 0
-    assert "5.x POP clients" in verdict.headline
+    assert "through a proxy" in verdict.headline and "only the broker side" in verdict.headline
+
+
+def test_a_pop_mode_client_over_its_threshold_is_named_although_listed_consume_passively() -> None:
+    queues = {q: {"broker": (100, 150), "committed": (98, 98)} for q in range(2)}
+    samples = [_sample(i, queues, ["pop@1"]) for i in range(2)]
+    for s in samples:
+        s.rows["pop_queue"] = [{"client_id": "pop@1", "topic": "T", "broker": "broker-a", "queue_id": -1,
+                                "wait_ack_count": 97, "pop_threshold_for_queue": 96, "pop_invisible_time_ms": 60000}]
+    verdict = decide(TARGET, samples, [], [], {})
+    assert (verdict.status, verdict.side, verdict.clients) == ("problem", "consumer", ["pop@1"])
+    assert "stopped popping" in verdict.headline and "97 popped messages" in verdict.headline
+    assert "ProcessQueue" not in verdict.headline

@@ -19,7 +19,9 @@ from pathlib import Path
 
 import pytest
 
+from config.native_metrics import NativeMetricsConfig
 from daemon.collectors.cluster import CollectResult, collect_cluster
+from daemon.collectors.native_metrics import collect_native
 from daemon.collectors.remoting.admin import AdminClient
 from daemon.collectors.remoting.client import RemotingClient
 from daemon.collectors.remoting.errors import RemotingError
@@ -201,7 +203,38 @@ def scale(sim: SimulatorThread) -> None:
     assert asyncio.run(run()) == (3, 300, 100)
 
 
+def native(sim: SimulatorThread, brokers: list[dict]) -> CollectResult:
+    """One scrape of the brokers' native /metrics page."""
+    config = NativeMetricsConfig(port=sim.metrics_port)
+    return asyncio.run(collect_native("DefaultCluster", config, brokers, datetime.now(UTC)))
+
+
+def pop_stuck(sim: SimulatorThread) -> None:
+    def over(r: CollectResult) -> bool:
+        return any(p["wait_ack_count"] > p["pop_threshold_for_queue"] for p in r.rows.get("pop_queue", ()))
+
+    result = until(sim, over, "popGroup's client past popThresholdForQueue")
+    assert {c["consume_type"] for c in result.rows["consumer_client"]} == {"CONSUME_PASSIVELY"}
+    assert not any(p["group"] == "mailGroup" for p in result.rows["pop_queue"])
+
+
+def timer_backlog(sim: SimulatorThread) -> None:
+    first = until(sim, lambda r: broker_row(r, "broker-a")["timer_congest_num"] > 1000, "timer messages in the wheel")
+    later = until(sim, lambda r: broker_row(r, "broker-a")["timer_congest_num"]
+                  > broker_row(first, "broker-a")["timer_congest_num"], "the wheel's backlog growing")
+    pages = native(sim, later.rows["broker"]).rows["native_topic"]
+    assert {p["topic"]: p["timing_messages"] for p in pages}["TimerTopic"] > 1000
+
+
+def half_unresolved(sim: SimulatorThread) -> None:
+    brokers = collect(sim).rows["broker"]
+    deadline = time.monotonic() + 60
+    while not any(p["half_messages"] for p in native(sim, brokers).rows["native_topic"]):
+        assert time.monotonic() < deadline, "never saw half messages on TxTopic"
+
+
 PROBES: dict[str, Callable[[SimulatorThread], None]] = {
+    "pop-stuck": pop_stuck, "timer-backlog": timer_backlog, "half-unresolved": half_unresolved,
     "healthy": healthy, "stuck-consumer": stuck_consumer, "stuck-far-apart": stuck_far_apart,
     "one-stuck-message": one_stuck_message, "slow-consumer": slow_consumer, "blocked-consumer": blocked_consumer,
     "retry-storm": retry_storm, "one-group-lagging": one_group_lagging, "all-groups-lagging": all_groups_lagging,
