@@ -19,9 +19,11 @@ A cycle, top to bottom (Evaluator.evaluate):
    one plan. Its one collect also computes the folded frames (lazy local checkpoints), and the
    frames they replace are freed after it;
 5. every SAVE_EVERY, save the kept state in a background thread (and at shutdown: `save`).
-Rules whose folded expressions call now() cannot keep state and are evaluated by the reference
-path (spark/reference.py) in the same plan. The findings are those of the reference path over
-the same committed cycles (tests/spark/test_incremental.py checks it cycle by cycle).
+Every rule is judged from its kept frame, one way per kind: `rocketwatch check` refuses what could
+not be kept (now() in an expression its kind folds: rules/kinds/base.py folded_fields). The
+findings are those of the reference path over the same committed cycles
+(tests/spark/test_incremental.py checks it cycle by cycle); after a failed fold the reference
+path judges the cycle.
 """
 
 from __future__ import annotations
@@ -33,23 +35,20 @@ import uuid
 from collections import defaultdict
 from collections.abc import Sequence
 from datetime import datetime, timedelta
-from functools import reduce
 from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
 
-from rules.expressions import calls_now
 from rules.findings import Finding
 from rules.kinds.base import RuleBase
+from rules.kinds.threshold import ThresholdRule
 from rules.tables import TABLES
-from spark.codegen import cycle_settings
 from spark.frames import NEWEST, Frame, plan_frames
 from spark.kinds import KINDS
-from spark.kinds.common import OUTPUT_COLUMNS
-from spark.kinds.fused import fusable, plan_fused
+from spark.kinds.threshold import judge_threshold
 from spark.reference import collect_findings, needed, plan_reference, sources, union_plan
 from spark.saved_state import SAVE_EVERY, Snapshot, load, save
-from spark.sizing import Sizing
+from spark.sizing import Sizing, cycle_settings, one_task_per_core
 from spark.sql import Views, run
 from spark.state import CycleState, Frames, checkpoint
 from spark.store_layout import Commit, CommitLog
@@ -57,14 +56,6 @@ from spark.store_reader import as_utc, read_commits
 from spark.views import VIEW_DEFS, compute_view
 
 log = logging.getLogger(__name__)
-
-def keeps_state(rule: RuleBase) -> bool:
-    """Whether the rule is judged from kept state: not when an expression folded ahead of its
-    evaluation (a window kind's value, where, while, moving, levels) reads now()."""
-    if KINDS[rule.kind].reads_newest:
-        return True
-    return not any(calls_now(e.tree) for e in rule.expressions().values())
-
 
 class Evaluator:
     """Evaluates rules cycle after cycle, keeping per-series state between cycles (spark/state.py),
@@ -92,9 +83,7 @@ class Evaluator:
     def evaluate(self, rules: Sequence[RuleBase], now: datetime, stale_after: timedelta) -> list[Finding]:
         """Findings of `rules` at `now`; series older than `stale_after` (unless a rule sets its own) are no_data."""
         now = as_utc(now)
-        kept = [r for r in rules if keeps_state(r)]
-        others = [r for r in rules if not keeps_state(r)]
-        planned = plan_frames(kept, stale_after)
+        planned = plan_frames(rules, stale_after)
         # 1. The committed cycles of the longest window.
         horizon = max((needed(r, r.stale_after or stale_after) for r in rules), default=timedelta(0))
         commits = self.commits.between(now - horizon, now)
@@ -111,12 +100,8 @@ class Evaluator:
                 # 3. Fold the new cycles' rows into each kept frame, and 4. judge every rule from the
                 # folded frames: one plan, one collect, which computes the folded frames too.
                 folded = self._fold(state, planned, new, whole, now, partitions)
-                outputs = [p for p in (self._judge(folded, planned, kept, now, stale_after),) if p is not None]
-                if others and (reference := plan_reference(self.spark, self.store_root, others, now, stale_after)):
-                    outputs.append(reference)
-                plan = _one_task_per_core(self.spark, reduce(DataFrame.unionByName, outputs).select(*OUTPUT_COLUMNS)) \
-                    if outputs else None
-                findings = collect_findings(plan, rules)
+                judged = self._judge(folded, planned, rules, now, stale_after)
+                findings = collect_findings(one_task_per_core(self.spark, judged) if judged else None, rules)
                 folded.materialize()
             except Exception:
                 # A half-folded state is in doubt: drop it (the next cycle rebuilds it) and judge this
@@ -220,21 +205,21 @@ class Evaluator:
 
     def _judge(self, frames: Frames, planned: dict[str, Frame], rules: Sequence[RuleBase], now: datetime,
                stale_after: timedelta) -> DataFrame | None:
-        """Every rule's findings from the kept frames, in one statement; threshold rules of one table
-        in one pass (fused)."""
+        """Every rule's findings from the kept frames, in one statement; the threshold rules of one
+        table (and stale_after) in one pass."""
         where = {alert: f for f in planned.values() for alert in ([f.rule.alert] if f.rule else f.parts)}
         newest = {f.source: f for f in planned.values() if NEWEST in f.parts}
         inputs = {f.id: frames.frames[f.signature] for f in planned.values() if f.signature in frames.frames}
         branches: dict[str, str] = {}
-        fused: dict[tuple[str, timedelta], list[RuleBase]] = defaultdict(list)
+        thresholds: dict[tuple[str, timedelta], list[RuleBase]] = defaultdict(list)
         for rule in rules:
-            if fusable(rule):
-                fused[(rule.table, rule.stale_after or stale_after)].append(rule)
-        for (table, stale), group in fused.items():
+            if isinstance(rule, ThresholdRule):
+                thresholds[(rule.table, rule.stale_after or stale_after)].append(rule)
+        for (table, stale), group in thresholds.items():
             if newest[table].id in inputs:
-                branches[" ".join(r.alert for r in group)] = plan_fused(group, newest[table].view(NEWEST), stale, True)
+                branches[" ".join(r.alert for r in group)] = judge_threshold(group, newest[table].view(NEWEST), stale)
         for rule in rules:
-            if fusable(rule):
+            if isinstance(rule, ThresholdRule):
                 continue
             frame = newest[rule.table] if KINDS[rule.kind].reads_newest else where[rule.alert]
             if frame.id not in inputs:
@@ -246,19 +231,6 @@ class Evaluator:
                 # One rule that cannot be planned must not blind every other rule of the cycle.
                 log.exception("rule %s: cannot build its plan; skipped this cycle", rule.alert)
         return union_plan(self.spark, branches, now, inputs, views=self.views)
-
-
-def _one_task_per_core(spark: SparkSession, plan: DataFrame) -> DataFrame:
-    """`plan` computed by as many tasks as Spark has cores, whatever the number of its union's branches."""
-    # Each task deserializes the whole stage's binary, every rule's branch included: one task per
-    # branch: the cycle's 24 tasks spent 1.1-1.2 s of a 16-series cycle deserializing, and 0.2 s once
-    # this stage ran two (6 tasks in all; task metrics, a loaded machine). The folds' own stages,
-    # below the checkpoints, keep their partitions.
-    try:
-        cores = spark.sparkContext.defaultParallelism
-    except Exception:  # a Spark Connect client has no SparkContext; the server plans as it sees fit
-        return plan
-    return plan.coalesce(max(1, cores))
 
 
 class _NewRows:

@@ -29,6 +29,7 @@ from rules.kinds.base import RuleBase
 from rules.tables import TABLES, VIEWS, Table
 from spark.kinds import KINDS
 from spark.kinds.common import Part, columns_read, lookback, select, sql_type, sub
+from spark.sizing import coalesced
 from spark.sql import ago, name, names, struct
 from spark.views import VIEW_DEFS, compute_view
 
@@ -56,7 +57,8 @@ class Frame:
     def fold(self, kept: str | None, rows: str, partitions: int) -> str:
         """The statement folding the new rows `rows` into the kept rows `kept` (None: nothing kept yet)."""
         if self.rule is not None:
-            return KINDS[self.rule.kind].fold(self.rule, kept, rows, self.stale_after, partitions)
+            return select(["*"], coalesced(sub(KINDS[self.rule.kind].fold(self.rule, kept, rows, self.stale_after)),
+                                           partitions))
         return fold_statement(self, kept, rows, partitions)
 
     def view(self, alert: str) -> str:
@@ -143,7 +145,7 @@ def fold_statement(frame: Frame, state: str | None, rows: str, partitions: int) 
     both = " UNION ALL ".join(f"({r})" for r in rows_of)
     grouped = select([names(key), "first(`_s`, TRUE) AS `s`",
                       *(f"{sql} AS {name(c)}" for p in parts for c, sql in p.new.items())],
-                     f"(SELECT /*+ COALESCE({partitions}) */ * FROM ({both}))", group_by=key)
+                     coalesced(f"({both})", partitions), group_by=key)
     folded = select([names(key), *(f"{sql} AS {name(c)}" for p in parts for c, sql in p.fold.items())],
                     f"({grouped}) AS n")
     finished = select([names(key), *(f"{p.finish.get(c, name(c))} AS {name(c)}" for p in parts for c in p.types)],
