@@ -6,7 +6,7 @@ alone is ~1.5 GB and takes minutes to write). BENCH_RUNS timed evaluations per s
 after BENCH_WARM untimed ones (default WARM_CYCLES).
 Three figures per size: the steady cycle (one new collection cycle folded into the kept state and
 every rule judged from it, spark/evaluate.py), the rebuild (the state folded from every committed
-cycle of the window: a daemon's first cycle, or after a reload that changed rules) and the
+cycle of the window: a daemon's first cycle with no saved state, spark/saved_state.py) and the
 reference path (every rule over its full window, spark/reference.py: what each cycle cost before
 the state was kept).
 Per steady cycle it also counts the SQL statements Spark analyses (spark.sql calls: one per kept
