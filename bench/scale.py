@@ -6,9 +6,13 @@ alone is ~1.5 GB and takes minutes to write). BENCH_RUNS timed evaluations per s
 after BENCH_WARM untimed ones (default WARM_CYCLES).
 Three figures per size: the steady cycle (one new collection cycle folded into the kept state and
 every rule judged from it, spark/evaluate.py), the rebuild (the state folded from every committed
-cycle of the window: a daemon's first cycle, or after a reload that changed rules) and the
+cycle of the window: a daemon's first cycle with no saved state, spark/saved_state.py) and the
 reference path (every rule over its full window, spark/reference.py: what each cycle cost before
 the state was kept).
+Per steady cycle it also counts the SQL statements Spark analyses (spark.sql calls: one per kept
+frame folded, one judgement) and the kept-frame scans in the judgement's physical plan (`Scan
+ExistingRDD`: each union branch reads its frame again). Saving is on, as in the daemon
+(spark/saved_state.py: every 5 minutes of cycles, in the background).
 Each size runs in a process of its own, its JVM sized as the README's deployment notes size the
 daemon's for that many series (DRIVER_CONF).
 DuckDB runs the threshold rules' core query (newest sample per series in the lookback, compared
@@ -37,6 +41,7 @@ from rules.loader import load_rule_files  # noqa: E402
 from rules.tables import TABLES  # noqa: E402
 from spark.evaluate import Evaluator  # noqa: E402
 from spark.reference import evaluate_reference, window_starts  # noqa: E402
+from spark.saved_state import state_directory  # noqa: E402
 from spark.session import get_session  # noqa: E402
 from spark.store_reader import overlapping_files, window_rows  # noqa: E402
 
@@ -114,6 +119,30 @@ def daemon_cycles(root: Path, series: int, start: datetime, count: int) -> Itera
         yield cycle
 
 
+class StatementCounter:
+    """Counts the SQL statements a cycle analyses (spark.sql calls) and keeps the last one, the judgement."""
+
+    def __init__(self, spark) -> None:
+        self.spark = spark
+        self.original = spark.sql
+        self.statements = 0
+        self.last = None
+        spark.sql = self._sql
+
+    def _sql(self, *args, **kwargs):
+        self.statements += 1
+        self.last = self.original(*args, **kwargs)
+        return self.last
+
+    def kept_frame_scans(self) -> int:
+        """Reads of a kept frame (a local checkpoint: `Scan ExistingRDD`) in the last statement's physical plan."""
+        return self.last._jdf.queryExecution().executedPlan().toString().count("Scan ExistingRDD")
+
+    def stop(self) -> None:
+        """Put spark.sql back."""
+        self.spark.sql = self.original
+
+
 def _median(values: list[float]) -> float:
     return sorted(values)[len(values) // 2]
 
@@ -133,19 +162,27 @@ def measure(series: int, runs: int, spark) -> dict:
         write_s = time.monotonic() - t0
         evaluate_reference(spark, root, rules, now, STALE)  # the OS page cache, the JVM's first plans
         rebuilds = []
-        for _ in range(runs):
+        for run in range(runs):
             t0 = time.monotonic()
-            evaluator = Evaluator(spark, root)
+            # Saving on, as in the daemon (every 5 minutes of cycles, in the background); each
+            # rebuild's evaluator saves apart, so none loads another's state.
+            evaluator = Evaluator(spark, root, saved_state=state_directory(root) / f"run{run}")
             findings = evaluator.evaluate(rules, now, STALE)
             rebuilds.append(time.monotonic() - t0)
         cycles = daemon_cycles(root, series, now, WARM_CYCLES + runs)
         for cycle in islice(cycles, WARM_CYCLES):
             evaluator.evaluate(rules, cycle, STALE)
-        timings = []
+        timings, statements, scans = [], [], []
         for cycle in cycles:
+            counter = StatementCounter(spark)
             t0 = time.monotonic()
-            steady = evaluator.evaluate(rules, cycle, STALE)
-            timings.append(time.monotonic() - t0)
+            try:
+                steady = evaluator.evaluate(rules, cycle, STALE)
+                timings.append(time.monotonic() - t0)
+            finally:
+                counter.stop()
+            statements.append(counter.statements)
+            scans.append(counter.kept_frame_scans())
             assert evaluator.last_cycle.startswith("folded 1 cycle(s)"), evaluator.last_cycle
         last = now + STEP * (WARM_CYCLES + runs)
         references = []
@@ -167,6 +204,7 @@ def measure(series: int, runs: int, spark) -> dict:
         "store_write_s": round(write_s, 1),
         "rows_scanned": sum(rows.values()), "rows_by_table": rows,
         "evaluate_s": [round(t, 2) for t in timings], "evaluate_median_s": round(median, 2),
+        "statements_per_cycle": max(statements), "judgement_frame_scans": max(scans),
         "target_s": TARGETS_S.get(series), "driver_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
         "jvm_used_mib": _jvm_used_mib(spark), "jvm_rss_mib": _jvm_rss_mib(), "duckdb_reference": duck,
     }
@@ -178,15 +216,16 @@ def _markdown(result: dict) -> str:
              "(shared machine: figures are inflated by other work). Each size is timed after "
              f"{result['sizes'][0].get('warm_cycles', 0)} untimed cycles, as a daemon that has run a few minutes.", "",
              "| series | rows in window | findings | steady cycle s (median) | target s | runs s | rebuild s "
-             "| full window (reference) s | Python RSS MiB | JVM RSS MiB | JVM heap used MiB | driver heap | DuckDB ref s "
-             "| steady cycle ran |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| full window (reference) s | statements per cycle | kept-frame scans in the judgement "
+             "| Python RSS MiB | JVM RSS MiB | JVM heap used MiB | driver heap | DuckDB ref s | steady cycle ran |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in result["sizes"]:
         duck = r["duckdb_reference"]
         duck_s = duck["median_s"] if isinstance(duck, dict) else duck
         lines.append(f"| {r['series']:,} | {r['rows_scanned']:,} | {r['findings']} | {r['evaluate_median_s']} | "
                      f"{r['target_s']} | {r['evaluate_s']} | {r.get('rebuild_median_s')} | "
-                     f"{r.get('reference_median_s')} | {r['driver_rss_mib']} | {r.get('jvm_rss_mib')} | "
+                     f"{r.get('reference_median_s')} | {r.get('statements_per_cycle')} | "
+                     f"{r.get('judgement_frame_scans')} | {r['driver_rss_mib']} | {r.get('jvm_rss_mib')} | "
                      f"{r['jvm_used_mib']} | {r.get('driver_memory', '1g')} | {duck_s} | {r.get('steady_cycle', '')} |")
     return "\n".join(lines) + "\n"
 

@@ -8,7 +8,7 @@ collection cycle at a time, as the daemon's):
 - kept: what spark/evaluate.py does each cycle: the new cycle's rows (spark/store_reader.py
   read_commits) UNION ALL the kept frame, grouped by the key in one aggregate, local-checkpointed
   (spark/state.py), one action over the whole state (the judge needs every series: a series that
-  stopped reporting is no_data), the previous frame unpersisted; spark/codegen.py cycle_settings as
+  stopped reporting is no_data), the previous frame unpersisted; spark/sizing.py cycle_settings as
   spark/sizing.py decides them. Its first cycle and its restart are a rebuild: the window's 31 cycles folded.
 - complete / update: a streaming query over a directory (the inbox) that each committed cycle's
   consumer_queue file is hard-linked into, groupBy(key).agg(max_by(...)), checkpointed in a temp
@@ -22,7 +22,7 @@ collection cycle at a time, as the daemon's):
 
 Streaming variants are `<method>/<provider>/<shuffle partitions>` (provider hdfs: the default
 HDFS-backed state store, rocksdb: RocksDBStateStoreProvider), e.g. complete/rocksdb/2; a trailing
-`/interp` runs the query under the steady cycle's interpreted settings (spark/codegen.py).
+`/interp` runs the query under the steady cycle's interpreted settings (spark/sizing.py).
 Per size and variant: the first batch (31 cycles' files; kept: the rebuild), the median of the
 steady cycles after untimed warm-up ones, the streaming progress (`durationMs`, `stateOperators`)
 of each steady batch, the restart (stop, start, one batch: in the same JVM, and in a new one),
@@ -71,8 +71,8 @@ from bench.streaming_ways import (  # noqa: E402
     resume_stream,
     timed,
 )
-from spark.codegen import cycle_settings  # noqa: E402
 from spark.session import get_session  # noqa: E402
+from spark.sizing import cycle_settings  # noqa: E402
 
 # ---- processes and results ----
 

@@ -21,9 +21,8 @@ from pyspark.sql.streaming import StreamingQuery
 from bench.scale import CYCLES, STALE
 from bench.store_gen import STEP, write_cycle
 from rules.tables import TABLES
-from spark.codegen import cycle_settings
 from spark.schema import stored_schema
-from spark.sizing import Sizing
+from spark.sizing import Sizing, cycle_settings
 from spark.state import release
 from spark.store_layout import Commit, CommitLog, committed_files
 from spark.store_reader import read_commits
@@ -59,7 +58,7 @@ class Variant:
     method: str
     provider: str = "hdfs"
     partitions: int = 2
-    interpreted: bool = False  # the query under the steady cycle's settings (spark/codegen.py), not Spark's defaults
+    interpreted: bool = False  # the query under the steady cycle's settings (spark/sizing.py), not Spark's defaults
 
     @classmethod
     def parse(cls, text: str) -> Variant:

@@ -10,10 +10,17 @@ queue series a table's newest row and a stall rule's runs in two frames meant th
 twice in memory and two sorts and joins of it per cycle.
 
 A churn rule keeps one row per group and sample time: a frame of its own (fold_churn).
+
+A frame's signature is a hash of its fold statement (placeholders for the kept and new rows) and
+its source's columns: what its rows depend on, and nothing else. Kept frames are found by it, so
+a reload or a restart rebuilds only the frames whose folding changed: not for a rule's texts,
+links or levels judged from the newest rows, and a rule's part is named after its alert, not its
+place in the rule files.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -22,7 +29,9 @@ from rules.kinds.base import RuleBase
 from rules.tables import TABLES, VIEWS, Table
 from spark.kinds import KINDS
 from spark.kinds.common import Part, columns_read, lookback, select, sql_type, sub
+from spark.sizing import coalesced
 from spark.sql import ago, name, names, struct
+from spark.views import VIEW_DEFS, compute_view
 
 
 @dataclass
@@ -34,6 +43,23 @@ class Frame:
     key: tuple[str, ...]
     parts: dict[str, Part] = field(default_factory=dict)  # rule alert (or NEWEST) -> part
     rule: RuleBase | None = None  # a rule with a frame of its own (churn)
+    stale_after: timedelta = timedelta(0)  # the churn rule's
+
+    @property
+    def signature(self) -> str:
+        """What the frame's rows depend on: its fold statement and its source's columns, hashed."""
+        sources = VIEW_DEFS[self.source].sources if self.source in VIEW_DEFS else (self.source,)
+        rows = f"({compute_view(self.source, {s: s for s in sources})})" if self.source in VIEW_DEFS else "{rows}"
+        columns = [(c.name, c.type, c.derived) for s in sources for c in TABLES[s].columns]
+        text = f"{self.fold('{kept}', rows, 1)}\n{columns}"
+        return hashlib.sha256(text.encode()).hexdigest()[:20]
+
+    def fold(self, kept: str | None, rows: str, partitions: int) -> str:
+        """The statement folding the new rows `rows` into the kept rows `kept` (None: nothing kept yet)."""
+        if self.rule is not None:
+            return select(["*"], coalesced(sub(KINDS[self.rule.kind].fold(self.rule, kept, rows, self.stale_after)),
+                                           partitions))
+        return fold_statement(self, kept, rows, partitions)
 
     def view(self, alert: str) -> str:
         """The relation a rule's judge reads from this frame."""
@@ -60,7 +86,7 @@ def plan_frames(rules: Sequence[RuleBase], stale_after: timedelta) -> dict[str, 
     def frame(source: str, key: tuple[str, ...]) -> Frame:
         return frames.setdefault((source, key), Frame(f"f{len(frames)}", source, key))
 
-    for n, rule in enumerate(rules):
+    for rule in rules:
         kind = KINDS[rule.kind]
         stale = rule.stale_after or stale_after
         if kind.reads_newest:
@@ -70,10 +96,10 @@ def plan_frames(rules: Sequence[RuleBase], stale_after: timedelta) -> dict[str, 
             newest_columns[rule.table] += columns_read(rule)
             frame(rule.table, table(rule.table).key)
         elif kind.part is not None:
-            part = kind.part(rule, f"r{n}_", stale)
+            part = kind.part(rule, f"r{hashlib.sha256(rule.alert.encode()).hexdigest()[:8]}_", stale)
             frame(rule.table, part.key).parts[rule.alert] = part
         else:
-            own.append(Frame(f"c{len(own)}", rule.table, rule.group_by, rule=rule))
+            own.append(Frame(f"c{len(own)}", rule.table, rule.group_by, rule=rule, stale_after=stale))
     for source, columns in newest_columns.items():
         frames[(source, table(source).key)].parts[NEWEST] = newest_part(source, columns, newest_lookback[source])
     return {f.id: f for f in [*frames.values(), *own]}
@@ -119,7 +145,7 @@ def fold_statement(frame: Frame, state: str | None, rows: str, partitions: int) 
     both = " UNION ALL ".join(f"({r})" for r in rows_of)
     grouped = select([names(key), "first(`_s`, TRUE) AS `s`",
                       *(f"{sql} AS {name(c)}" for p in parts for c, sql in p.new.items())],
-                     f"(SELECT /*+ COALESCE({partitions}) */ * FROM ({both}))", group_by=key)
+                     coalesced(f"({both})", partitions), group_by=key)
     folded = select([names(key), *(f"{sql} AS {name(c)}" for p in parts for c, sql in p.fold.items())],
                     f"({grouped}) AS n")
     finished = select([names(key), *(f"{p.finish.get(c, name(c))} AS {name(c)}" for p in parts for c in p.types)],

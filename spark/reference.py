@@ -25,15 +25,12 @@ from rules.tables import TABLES
 from spark.kinds import KINDS
 from spark.kinds.common import OUTPUT_COLUMNS, lookback
 from spark.render import to_finding
+from spark.sizing import WINDOW_ONE_PARTITION_MAX_ROWS
 from spark.sql import Views, name, names, run, union_all, with_ctes
 from spark.store_reader import as_utc, partition_paths, read_window, window_rows
 from spark.views import VIEW_DEFS, compute_view
 
 log = logging.getLogger(__name__)
-
-# Up to this many rows a table window is read as one partition: every plan above it then runs
-# without a shuffle (diagnose, rule tests and small clusters read a few hundred rows).
-ONE_PARTITION_MAX_ROWS = 1_000_000
 
 
 def needed(rule: RuleBase, stale_after: timedelta) -> timedelta:
@@ -126,7 +123,7 @@ def read_windows(spark: SparkSession, store_root: str | Path, starts: Mapping[st
         if partition_paths(store_root, table, start, now):
             present.add(table_name)
         # A view's optional source with no files still needs a typed (empty) frame to join.
-        small = window_rows(store_root, table, start, now) <= ONE_PARTITION_MAX_ROWS
+        small = window_rows(store_root, table, start, now) <= WINDOW_ONE_PARTITION_MAX_ROWS
         frames[table_name] = read_window(spark, store_root, table, start, now, one_partition=small)
     return Windows(frames, present)
 

@@ -38,7 +38,7 @@ DEFAULTS: dict[str, str] = {
     # One evaluation generates ~280 classes; the default cache of 100 made every cycle recompile them
     # all (279 compiles vs 48 per cycle, ~2 s at 16k series).
     "spark.sql.codegen.cache.maxEntries": "2000",
-    # A union of single-partition branches (spark/evaluate.py ONE_PARTITION_MAX_ROWS) would otherwise
+    # A union of single-partition branches (spark/sizing.py) would otherwise
     # be one partition, every rule of the cycle run one after another in a single task on one core.
     "spark.sql.unionOutputPartitioning": "false",
     # Windows are read as lists of files (spark/store_reader.py): past 32 paths Spark would list

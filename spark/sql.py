@@ -28,7 +28,7 @@ from pyspark.sql import DataFrame, SparkSession
 # The evaluation time in every statement, filled in by `run` (`now` in microseconds). A decimal
 # constant, not a BIGINT one: generated code reads a decimal from its references array where it
 # would inline a long into its source, so with constant folding off the compiled classes of one
-# cycle serve the next (spark/codegen.py GENERATED).
+# cycle serve the next (spark/sizing.py GENERATED).
 NOW = "timestamp_micros(CAST({now}BD AS BIGINT))"
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)

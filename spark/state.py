@@ -3,21 +3,25 @@
 The state is a cache of the store's history, never a second source of truth: dropping it and
 folding every committed cycle of the window again (a rebuild) gives the same findings.
 
-- the kept frames (spark/frames.py): one per table or view and key, each series' newest row and
-  every rule's part there (stall runs, growth samples, absent last-seen rows); one per churn rule
-  (its member sets). spark/kinds/<kind>.py says what each part holds;
+- the kept frames (spark/frames.py), by signature: one per table or view and key, each series'
+  newest row and every rule's part there (stall runs, growth samples, absent last-seen rows); one
+  per churn rule (its member sets). spark/kinds/<kind>.py says what each part holds;
 - which committed cycles are folded in: their names, and per cluster the newest one's ts.
+Every kept frame has folded the same cycles: a frame new to the state (a rule added or changed)
+is folded from every committed cycle of the window in the cycle it joins.
 
 Every frame is local-checkpointed (held by Spark's block manager, serialized, lineage cut), so a
 cycle's plans reference last cycle's results, never the history that built them. A cycle's new
 frames are computed by the same collect that judges the rules (spark/evaluate.py), and the
-frames they replace are freed only then.
+frames they replace are freed only then, or once a save reading them is done (Pins).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -29,11 +33,44 @@ from spark.store_layout import Commit
 log = logging.getLogger(__name__)
 
 
+class Pins:
+    """Kept frames a save is reading (spark/saved_state.py): their blocks are freed once it is done."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._read: set[int] = set()
+        self._waiting: list[DataFrame] = []
+
+    def free(self, frames: Iterable[DataFrame]) -> None:
+        """Free the blocks of `frames` now, or once no save reads them."""
+        with self._lock:
+            for frame in frames:
+                if id(frame) in self._read:
+                    self._waiting.append(frame)
+                else:
+                    release(frame)
+
+    @contextmanager
+    def reading(self, frames: Iterable[DataFrame]) -> Iterator[None]:
+        """Keep `frames`' blocks while the block runs."""
+        ids = {id(f) for f in frames}
+        with self._lock:
+            self._read |= ids
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._read -= ids
+                waiting, self._waiting = self._waiting, []
+            self.free(waiting)
+
+
 @dataclass
 class Frames:
-    """The kept frames by id (spark/frames.py: one per table or view and key, one per churn rule)."""
+    """The kept frames by signature (spark/frames.py: one per table or view and key, one per churn rule)."""
 
     frames: dict[str, DataFrame] = field(default_factory=dict)
+    pins: Pins = field(default_factory=Pins)
 
     def all(self) -> list[DataFrame]:
         """Every kept frame."""
@@ -49,30 +86,33 @@ class Frames:
     def release(self, keep: Frames | None = None) -> None:
         """Free the blocks of every frame, except those also in `keep`."""
         kept = {id(f) for f in keep.all()} if keep is not None else set()
-        for frame in self.all():
-            if id(frame) not in kept:
-                release(frame)
+        self.pins.free(f for f in self.all() if id(f) not in kept)
 
 
 @dataclass
 class CycleState:
-    """The kept state of one Evaluator, valid for one set of rules and stale_after (`signature`)."""
+    """The kept state of one Evaluator: its frames and the committed cycles they have folded."""
 
-    signature: str
     horizon: timedelta
     frames: Frames = field(default_factory=Frames)
     folded_at: datetime | None = None
     folded: dict[str, datetime] = field(default_factory=dict)
     cursor: dict[str, datetime] = field(default_factory=dict)
+    # Cycles before this were pruned from `folded` (or never folded: older than every window then);
+    # a window grown since lists them again, but only the frames folded afresh need them.
+    covered_from: datetime | None = None
 
-    def doubt(self, signature: str, now: datetime, commits: Sequence[Commit]) -> str | None:
-        """Why this state cannot be brought to `now` by folding `commits`, or None when it can."""
-        if signature != self.signature:
-            return "the rules or stale_after changed"
+    def doubt(self, now: datetime, commits: Sequence[Commit]) -> str | None:
+        """Why this state cannot be brought to `now` by folding `commits` (the store's cycles of the
+        window), or None when it can."""
         if self.folded_at is not None and now < self.folded_at:
             return f"evaluation time went back from {self.folded_at:%H:%M:%S} to {now:%H:%M:%S}"
         if self.folded_at is not None and now - self.folded_at > self.horizon:
             return f"no evaluation for {now - self.folded_at}, longer than the longest window ({self.horizon})"
+        listed = {c.name for c in commits}
+        gone = sorted(name for name, ts in self.folded.items() if ts >= now - self.horizon and name not in listed)
+        if gone:
+            return f"cycle {gone[0]} was folded but the store no longer lists it ({len(gone)} such)"
         for commit in self.unfolded(commits):
             late = [c for c in commit.clusters if c in self.cursor and commit.ts <= self.cursor[c]]
             if late:
@@ -82,29 +122,28 @@ class CycleState:
 
     def unfolded(self, commits: Iterable[Commit]) -> list[Commit]:
         """The commits not folded yet, in commit order."""
-        return [c for c in commits if c.name not in self.folded and c.clusters]
+        return [c for c in commits if c.name not in self.folded and c.clusters
+                and (self.covered_from is None or c.ts >= self.covered_from)]
 
-    def copy_frames(self) -> Frames:
-        """The kept frames as they are (a cycle with nothing new to fold)."""
-        return Frames(dict(self.frames.frames))
 
     def replace(self, frames: Frames, commits: Iterable[Commit], now: datetime) -> None:
         """Keep `frames`, folded from `commits` at `now`; the frames they replace are freed."""
         self.frames.release(keep=frames)
-        self.frames = frames
+        self.frames = Frames(frames.frames, self.frames.pins)
         for commit in commits:
             self.folded[commit.name] = commit.ts
             for cluster in commit.clusters:
                 if cluster not in self.cursor or commit.ts > self.cursor[cluster]:
                     self.cursor[cluster] = commit.ts
         self.folded_at = now
-        # Commits older than the horizon are never listed again.
-        self.folded = {name: ts for name, ts in self.folded.items() if ts >= now - self.horizon}
+        # Commits older than the horizon are never listed again (unless the horizon grows: covered_from).
+        self.covered_from = now - self.horizon
+        self.folded = {name: ts for name, ts in self.folded.items() if ts >= self.covered_from}
 
     def release(self) -> None:
         """Free every kept frame (the state is being dropped)."""
         self.frames.release()
-        self.frames = Frames()
+        self.frames = Frames(pins=self.frames.pins)
 
 
 def checkpoint(frame: DataFrame) -> DataFrame:

@@ -151,7 +151,8 @@ class Daemon:
             reload_tasks=self._reload_tasks, inflight=self._inflight,
             flush_outbox=lambda: self.dispatch_once(final=True), outbox_depth=self.outbox.depth,
             spark_started=self._evaluator is not None, store_lock=self._store_lock,
-            spark_stopped=lambda: self.metrics.spark_up.set(0)))
+            spark_stopped=lambda: self.metrics.spark_up.set(0),
+            save_state=self._evaluator.save if self._evaluator is not None else None))
 
     @property
     def ready(self) -> bool:
@@ -198,11 +199,12 @@ class Daemon:
     def _start_spark(self) -> None:
         # Imported here so `rocketwatch check` and the CLI never pay for a JVM.
         from spark.evaluate import Evaluator
+        from spark.saved_state import state_directory
         from spark.session import get_session
 
         started = time.monotonic()
         session = get_session(self.config.spark.master, self.config.spark.conf, self.config.state_dir / "spark.log")
-        self._evaluator = Evaluator(session, str(self.config.store))
+        self._evaluator = Evaluator(session, str(self.config.store), saved_state=state_directory(self.config.store))
         self.metrics.spark_up.set(1)
         log.info("spark session ready in %.1fs (master %s)", time.monotonic() - started, self.config.spark.master)
 

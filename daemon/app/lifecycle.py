@@ -27,6 +27,7 @@ class StopWork:
     spark_started: bool
     store_lock: asyncio.Lock  # held by every evaluation
     spark_stopped: Callable[[], None]
+    save_state: Callable[[], None] | None = None  # the Evaluator's save (spark/saved_state.py)
 
 
 async def shutdown(work: StopWork) -> None:
@@ -65,10 +66,25 @@ async def shutdown(work: StopWork) -> None:
             log.info("stopping: leaving Spark to exit with the process (an evaluation still holds the store)")
             return
         try:
+            if work.save_state is not None and not await _saved(work.save_state, deadline):
+                return
             await asyncio.to_thread(stop_spark)
             work.spark_stopped()
         finally:
             work.store_lock.release()
+
+
+async def _saved(save: Callable[[], None], deadline: float) -> bool:
+    """Save the evaluation state within the budget's rest; False when cut off (Spark left to the process)."""
+    started = time.monotonic()
+    try:
+        await asyncio.wait_for(asyncio.to_thread(save), timeout=max(deadline - started, 1.0))
+    except TimeoutError:
+        log.warning("stopping: saving the evaluation state cut off after %.0fs; the next start folds from the "
+                    "last save or rebuilds", time.monotonic() - started)
+        return False
+    log.info("stopping: evaluation state saved in %.1fs", time.monotonic() - started)
+    return True
 
 
 def stop_spark() -> None:

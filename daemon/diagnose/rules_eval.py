@@ -24,10 +24,6 @@ from rules.kinds.base import RuleBase
 log = logging.getLogger(__name__)
 
 
-# One evaluation over a few hundred rows: generating and compiling Java code for every operator
-# costs more than interpreting them. Measured cold (2 cores, load ~4): collect 7.8 s with codegen,
-# 5.6 s without; warm 3.1 s vs 1.6 s. Applies only when diagnose starts the session itself.
-INTERPRETED = {"spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
 # A JVM that lives for one evaluation gains nothing from C2: C1 only starts the session in ~0.4 s
 # less wait after sampling and evaluates ~1 s sooner (bench/diagnose.py). Nor from G1's concurrent
 # threads: the serial collector planned and collected ~0.3 s sooner (4.8-5.0 s vs 5.0-5.3 s cold).
@@ -38,6 +34,11 @@ def session_conf() -> dict[str, str]:
     """Spark settings for diagnose's one evaluation: interpreted operators, C1 only, Spark's classes
     from the class-data-sharing archive (spark/class_archive.py) once a run has written it."""
     from spark.class_archive import java_options
+
+    # One evaluation over a few hundred rows: generating and compiling Java code for every operator
+    # costs more than interpreting them. Measured cold (2 cores, load ~4): collect 7.8 s with
+    # codegen, 5.6 s without; warm 3.1 s vs 1.6 s. Applies only when diagnose starts the session.
+    from spark.sizing import INTERPRETED
 
     return {**INTERPRETED, "spark.driver.extraJavaOptions": f"{SHORT_LIVED_JVM} {java_options(options=SHORT_LIVED_JVM)}".strip()}
 

@@ -62,9 +62,10 @@ def _workload(session: object) -> None:
 
 def main() -> None:
     """Start Spark as diagnose does while archiving its classes, evaluate, and put the archive in place."""
-    from daemon.diagnose.rules_eval import INTERPRETED, SHORT_LIVED_JVM
+    from daemon.diagnose.rules_eval import SHORT_LIVED_JVM
     from spark.class_archive import QUIET_JVM_LOG
     from spark.session import get_session, stop_session
+    from spark.sizing import INTERPRETED
 
     final = archive_path(options=SHORT_LIVED_JVM)  # keyed by the options diagnose's JVM runs with
     if final is None:

@@ -38,6 +38,7 @@ class AbsentRule(RuleBase):
     """
 
     kind: Literal["absent"] = "absent"
+    folded_fields = ("where",)  # computed at the fold (spark/kinds/absent.py)
     where: ExpressionField | None = Field(None, description="only rows where this is true count as samples")
     over: Duration = Field(description="how far back a series must have been seen to be missed")
     severity: Severity = Field("warning", description="severity once silent for stale_after")

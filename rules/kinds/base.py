@@ -9,7 +9,7 @@ from typing import ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from rules.durations import Duration
-from rules.expressions import Expression, validate
+from rules.expressions import Expression, calls_now, validate
 from rules.findings import RuleTiming
 from rules.link_spec import LinkSpec
 from rules.tables import TABLES, VIEWS, Table
@@ -67,6 +67,10 @@ class RuleBase(BaseModel):
 
     # Template names a kind computes besides value/threshold/severity (e.g. peer's `peer_value`).
     extra_template_values: ClassVar[tuple[str, ...]] = ()
+    # The fields whose expressions the kind computes when a cycle's rows are folded into kept state
+    # (spark/kinds/<kind>.py), not when it judges: evaluated once, at the cycle's fold, they cannot
+    # read now(), which `check` refuses there.
+    folded_fields: ClassVar[tuple[str, ...]] = ()
 
     @field_validator("table")
     @classmethod
@@ -95,6 +99,12 @@ class RuleBase(BaseModel):
     def is_view(self) -> bool:
         """True when the rule reads a view computed from several tables (spark/views.py)."""
         return self.table in VIEWS
+
+    def _folded_now(self, field: str) -> str:
+        kind = getattr(self, "kind", "")
+        return (f"rule {self.alert}: `{field}` calls now(), but a {kind} rule computes `{field}` on each sample as "
+                f"its cycle is folded into kept state, not when it is judged; compare with the sample's own "
+                f"collection time `ts` instead of now() (README: upgrade notes)")
 
     def window(self) -> timedelta:
         """How far back before `now` the rule needs samples besides the stale lookback; kinds with `over:` extend it."""
@@ -139,6 +149,8 @@ class RuleBase(BaseModel):
         problems: list[Problem] = []
         for path, expr in self.expressions().items():
             problems.extend((path, msg) for msg in validate(expr.tree, table))
+            if path[0] in self.folded_fields and calls_now(expr.tree):
+                problems.append((path, self._folded_now(str(path[0]))))
         for i, name in enumerate(self.by or ()):
             if table.column(name) is None:
                 problems.append((("by", i), f"unknown column {name!r}; columns of {table.name}: {', '.join(table.column_names)}"))

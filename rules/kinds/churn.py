@@ -32,6 +32,7 @@ class ChurnRule(RuleBase):
     """
 
     kind: Literal["churn"] = "churn"
+    folded_fields = ("where", "above", "below")  # computed at the fold (spark/kinds/churn.py)
     extra_template_values = ("members",)
     member: str = Field(description="the column whose distinct values form the set, e.g. client_id")
     where: ExpressionField | None = Field(None, description="only rows where this is true are members")

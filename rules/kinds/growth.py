@@ -35,6 +35,7 @@ class GrowthRule(RuleBase):
     """
 
     kind: Literal["growth"] = "growth"
+    folded_fields = ("where",)  # computed at the fold (spark/kinds/growth.py)
     value: ExpressionField = Field(description="the number whose growth is measured, per sample")
     where: ExpressionField | None = Field(None, description="only rows where this is true are samples")
     over: Duration = Field(description="the window the growth is measured over, e.g. 10m")

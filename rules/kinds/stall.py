@@ -39,6 +39,7 @@ class StallRule(RuleBase):
     """
 
     kind: Literal["stall"] = "stall"
+    folded_fields = ("value", "while", "moving", "where")  # computed at the fold (spark/kinds/stall.py)
     value: ExpressionField = Field(description="the number that should move, e.g. consumer_offset")
     while_: ExpressionField | None = Field(
         None, alias="while", description="work is waiting on this sample, e.g. lag > 0; default: always"

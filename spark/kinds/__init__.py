@@ -4,7 +4,7 @@ Each kind's module (spark/kinds/<kind>.py) holds, side by side, SQL text builder
 - `plan(rule, source, stale_after)`: the reference, findings over the table's full window;
 - its kept state, either a `part(rule, prefix, stale_after)` of the frame of its table's series
   (or of its `by` groups) that spark/frames.py folds with the other rules' parts, or a `fold(rule,
-  state, new_rows, stale_after, partitions)` of a frame of its own (state None: nothing kept yet);
+  state, new_rows, stale_after)` of a frame of its own (state None: nothing kept yet);
   neither: the kind reads only each series' newest row, kept once per table (spark/frames.py);
 - `judge(rule, state, stale_after)`: findings from the kept state (the part's view, the frame, or
   the newest rows), equal to plan's.
@@ -26,11 +26,11 @@ from spark.kinds.common import Part
 from spark.kinds.growth import judge_growth, part_growth, plan_growth
 from spark.kinds.peer import plan_peer
 from spark.kinds.stall import judge_stall, part_stall, plan_stall
-from spark.kinds.threshold import plan_threshold
+from spark.kinds.threshold import judge_threshold, plan_threshold
 
 Plan = Callable[[Any, str, timedelta], str]
 MakePart = Callable[[Any, str, timedelta], Part]
-Fold = Callable[[Any, str | None, str, timedelta, int], str]
+Fold = Callable[[Any, str | None, str, timedelta], str]
 
 
 @dataclass(frozen=True)
@@ -49,9 +49,10 @@ class Kind:
 
 
 KINDS: dict[str, Kind] = {
-    # threshold and peer look at nothing but each series' newest row: their plans, fed the kept
-    # newest rows instead of the window, are their judges.
-    "threshold": Kind(plan_threshold, lambda rule, state, stale: plan_threshold(rule, state, stale, True)),
+    # threshold and peer look at nothing but each series' newest row: peer's plan, fed the kept
+    # newest rows instead of the window, is its judge; every threshold rule of one table is judged
+    # in one pass (spark/evaluate.py gives judge_threshold all of them).
+    "threshold": Kind(plan_threshold, lambda rule, state, stale: judge_threshold([rule], state, stale)),
     "peer": Kind(plan_peer, lambda rule, state, stale: plan_peer(rule, state, stale, True)),
     "growth": Kind(plan_growth, judge_growth, part=part_growth),
     "stall": Kind(plan_stall, judge_stall, part=part_stall),

@@ -62,8 +62,8 @@ def plan_churn(rule: ChurnRule, source: str, stale_after: timedelta) -> str:
     return judge_churn(rule, sub(churn_samples(rule, window)), stale_after)
 
 
-def fold_churn(rule: ChurnRule, state: str | None, rows: str, stale_after: timedelta, partitions: int) -> str:
+def fold_churn(rule: ChurnRule, state: str | None, rows: str, stale_after: timedelta) -> str:
     """The groups' samples in `over` after summarising `rows` (whole collection cycles)."""
     new = churn_samples(rule, rows)
     gathered = new if state is None else f"SELECT * FROM {state} UNION ALL {new}"
-    return f"SELECT /*+ COALESCE({partitions}) */ * FROM ({gathered}) WHERE `ts` >= {ago(rule.over)}"
+    return f"SELECT * FROM ({gathered}) WHERE `ts` >= {ago(rule.over)}"

@@ -229,4 +229,6 @@ def test_systemd_contract_json_logs_no_secrets_and_a_clean_stop(tmp_path):
         assert any(e.get("cluster") == "DefaultCluster" and "collected cluster" in e["msg"] for e in entries)
         assert any(e.get("rule") == "ProcessQueueSpanTooLong" and e.get("group") for e in entries)
         assert any("outbox flushed" in e["msg"] for e in entries)
+        # The kept evaluation state is saved at the stop, for the next start to fold from.
+        assert any(e["msg"].startswith("stopping: evaluation state saved") for e in entries)
         assert entries[-1]["msg"] == "rocketwatch stopped"

@@ -72,3 +72,37 @@ def test_the_json_schema_offers_every_kind():
 def test_mistakes_are_reported_with_the_field(tmp_path, rule, message):
     errors = _errors(tmp_path, rule)
     assert any(message in e for e in errors), errors
+
+
+@pytest.mark.parametrize(("rule", "field"), [
+    ({"alert": "FrozenFor", "kind": "stall", "table": "consumer_queue", "value": "(now() - ts) / 1000 > 60",
+      "over": "5m"}, "value"),
+    ({"alert": "IdleStall", "kind": "stall", "table": "process_queue", "value": "cached_min_offset",
+      "while": "now() - last_consume_ts > 60000", "over": "5m"}, "while"),
+    ({"alert": "PullAge", "kind": "stall", "table": "process_queue", "value": "cached_min_offset",
+      "moving": "now() - last_pull_ts", "over": "5m"}, "moving"),
+    ({"alert": "RecentStall", "kind": "stall", "table": "process_queue", "value": "cached_min_offset",
+      "where": "now() - last_pull_ts < 60000", "over": "5m"}, "where"),
+    ({"alert": "RecentGrowth", "kind": "growth", "table": "topic_queue", "value": "max_offset", "over": "10m",
+      "where": "now() - last_update_ts < 600000", "above": {"warning": 0}}, "where"),
+    ({"alert": "RecentSilence", "kind": "absent", "table": "broker", "over": "30m",
+      "where": "now() - ts < 600000"}, "where"),
+    ({"alert": "RecentChurn", "kind": "churn", "table": "queue_owner", "member": "clients", "by": ["cluster", "group"],
+      "over": "10m", "where": "now() - ts < 600000", "above": {"warning": 1}}, "where"),
+    ({"alert": "ChurnLevel", "kind": "churn", "table": "queue_owner", "member": "clients", "by": ["cluster", "group"],
+      "over": "10m", "above": {"warning": "(now() - ts) / 1000"}}, "above"),
+])
+def test_now_in_an_expression_a_kind_folds_is_refused_naming_the_rule(tmp_path, rule, field):
+    # Such an expression is computed once per sample, when its cycle is folded into kept state: an
+    # older version judged these rules over the whole window each cycle; check says how to rewrite.
+    errors = _errors(tmp_path, rule)
+    assert any(f"rule {rule['alert']}: `{field}` calls now()" in e and "`ts` instead of now()" in e for e in errors), errors
+
+
+def test_now_where_a_kind_judges_is_accepted(tmp_path):
+    # Threshold and peer judge the newest row, growth its kept samples, each at the evaluation time.
+    assert _errors(tmp_path,
+                   {"alert": "Idle", "kind": "threshold", "table": "process_queue",
+                    "value": "(now() - last_consume_ts) / 1000", "above": {"warning": 60}},
+                   {"alert": "AgeGrowth", "kind": "growth", "table": "topic_queue", "value": "(now() - ts) / 1000",
+                    "counter": False, "over": "10m", "below": {"warning": "(now() - ts) / -1000"}}) == []

@@ -1,5 +1,5 @@
 """A big cluster's steady cycles run generated code; the classes compiled for one cycle serve the
-next, because `now` reaches them as data, not written into their source (spark/codegen.py)."""
+next, because `now` reaches them as data, not written into their source (spark/sizing.py)."""
 
 from __future__ import annotations
 

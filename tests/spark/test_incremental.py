@@ -7,7 +7,8 @@ newest committed ts; inside the pause, `now` minutes past it with nothing new), 
 lives across cycles (spark.evaluate) and the reference over the full windows (spark.reference) judge
 every built-in rule over the same store, and must agree on every finding: rule, labels, severity,
 no_data and threshold exactly, value within 1e-9 relative. A daemon restart is a new Evaluator from
-some evaluation point on, compared the same way. Many histories share one store (a history is a
+some evaluation point on, loading the state the one before saved (spark/saved_state.py; saves
+also run in the background every 5 minutes of the histories' time), compared the same way. Many histories share one store (a history is a
 cluster, and every rule keys by cluster), so each point costs two Spark jobs whatever their number.
 
     RW_DIFF_PROFILE=long .venv/bin/python -m pytest tests/spark/test_incremental.py   # more seeds and cycles
@@ -35,6 +36,7 @@ from rules.kinds.base import RuleBase
 from rules.loader import BUILTIN_DIR, load_rule_files
 from spark.evaluate import Evaluator
 from spark.reference import evaluate_reference
+from spark.saved_state import state_directory
 from spark.sizing import Sizing
 from tests.spark.histories import DAEMON_SCENARIOS, INTERVAL, SCENARIOS, Cycle, cycle_of, describe, generate
 
@@ -199,7 +201,8 @@ def walk(spark: Any, root: Path, seed: int, profile: Profile) -> Walk:
     result = Walk(seed, cycles, points)
     store = ParquetStore(root)
     rules = builtin_rules()
-    evaluator = Evaluator(spark, root)
+    saved = state_directory(root)
+    evaluator = Evaluator(spark, root, saved_state=saved)
     generation, restarted_at = 0, None
     committed = 0
     newest: datetime | None = None
@@ -217,7 +220,8 @@ def walk(spark: Any, root: Path, seed: int, profile: Profile) -> Walk:
         if point.restart:
             # The restarted daemon runs its cycles as a big cluster's run (generated code, frames
             # spread over partitions); the first evaluator's as a small cluster's: both are compared.
-            evaluator = Evaluator(spark, root, BIG_CLUSTER)
+            evaluator.save()
+            evaluator = Evaluator(spark, root, BIG_CLUSTER, saved_state=saved)
             generation, restarted_at = generation + 1, number
         last = cycles[point.commits - 1]
         where = (f"evaluation {number}/{len(points)} at now={point.now.isoformat()}"
@@ -279,6 +283,8 @@ def test_every_cycle_is_judged_from_kept_state(walked: Walk) -> None:
 
 def test_restarted_evaluator_agrees_with_reference(walked: Walk) -> None:
     assert any(p.restart for p in walked.points)
+    assert any(a.startswith("loaded the saved state; folded") for a in walked.accounts), \
+        f"no restart loaded the saved state: {sorted(set(walked.accounts))}"
     big = [a for a in walked.accounts if re.fullmatch(r"folded \d+ cycle\(s\) in \d+ partitions, generated code", a)]
     assert big, f"no steady cycle ran as a big cluster's: {sorted(set(walked.accounts))}"
     assert not walked.mismatches_after_restart, _report(walked.mismatches_after_restart, walked)

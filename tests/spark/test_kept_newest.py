@@ -38,7 +38,7 @@ def test_a_row_written_twice_is_still_one_finding(spark, write, tmp_path):
     assert found == comparable(evaluate_reference(spark, root, rules, NOW, STALE))
     assert [rule for rule, *_ in found] == ["GroupLagging", "Lagging", "Stalled"]
     (frame,) = [f for f in plan_frames(rules, STALE).values() if f.source == "consumer_queue"]
-    assert evaluator.state.frames.frames[frame.id].count() == 2  # one row per series
+    assert evaluator.state.frames.frames[frame.signature].count() == 2  # one row per series
 
 
 def test_a_series_gone_quiet_keeps_its_older_row(spark, write, tmp_path):
