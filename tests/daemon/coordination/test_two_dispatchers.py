@@ -1,0 +1,150 @@
+"""Two daemons fed the same alerts, one PostgreSQL, real Slack stand-in and webhook receiver, one clock the
+test moves: whatever happens to the holder, every change reaches each receiver once — no idempotency key
+twice (no duplicate), every incident's firing, update and resolve (no loss), a Slack thread continued by
+whoever holds the lease. The daemons never talk to each other, only to PostgreSQL: cutting them from
+each other changes nothing, which the steady state shows."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from contextlib import ExitStack
+from pathlib import Path
+
+from daemon.coordination.keys import idempotency_key
+from tests.daemon.coordination.ha_world import END, GROUPS, World, expected_webhook, timeline_at, world
+from tests.daemon.notify.conftest import TIMINGS
+from tests.helpers.postgres import PostgresServer
+from tests.helpers.tcp_proxy import TcpProxy
+
+
+def play(scenario: Callable[[World], Awaitable[None]], setup: Callable[[World], None]) -> World:
+    """Build the world, run the scenario in it, close it; the world stays readable for the asserts."""
+    with ExitStack() as stack:
+        w = world(stack)
+        setup(w)
+
+        async def main() -> None:
+            await w.open()
+            try:
+                await scenario(w)
+            finally:
+                await w.close()
+
+        asyncio.run(main())
+        return w
+
+
+def assert_told_once(w: World) -> None:
+    """Every change at every receiver, none twice, one Slack thread per incident."""
+    assert w.webhook_sends() == expected_webhook()
+    assert w.duplicate_keys() == {"slack": [], "hook": []}
+    assert sorted(w.slack_threads().values()) == [2] * GROUPS, w.slack_threads()
+
+
+def test_steady_state_the_holder_tells_everything_once_and_the_standby_nothing(tmp_path: Path, postgres_dsn: str) -> None:
+    async def scenario(w: World) -> None:
+        a, b = w.nodes
+        await w.run_until(END)
+        assert a.keeper.epoch == 1 and b.keeper.epoch is None, "one holder from start to end: nothing moved"
+        assert b.outbox.rows() == [], "the standby queued nothing"
+        # Every key is derived from (receiver, group key, the shared log's number): any daemon names a send alike.
+        sent = a.outbox.rows()
+        assert sent and all(r.idempotency_key == idempotency_key(r.receiver, r.group_key, r.seq) for r in sent)
+        assert sorted(w.hook.keys) == sorted(r.idempotency_key for r in sent if r.receiver == "hook")
+
+    w = play(scenario, lambda w: (w.add("node-a", tmp_path, postgres_dsn), w.add("node-b", tmp_path, postgres_dsn)))
+    assert_told_once(w)
+
+
+def test_the_holder_dies_and_the_standby_tells_what_came_after_in_the_same_threads(
+        tmp_path: Path, postgres_dsn: str) -> None:
+    async def scenario(w: World) -> None:
+        a, b = w.nodes
+
+        def kill(t: float) -> None:
+            if t == 160:  # kill -9: no release, no flush; updates of group-3..5 come while nobody sends
+                a.running = False
+
+        await w.run_until(END, kill)
+        assert b.keeper.epoch == 2
+
+    w = play(scenario, lambda w: (w.add("node-a", tmp_path, postgres_dsn), w.add("node-b", tmp_path, postgres_dsn)))
+    assert_told_once(w)
+
+
+def test_a_paused_holder_that_wakes_after_its_ttl_sends_nothing(tmp_path: Path, postgres_dsn: str) -> None:
+    async def scenario(w: World) -> None:
+        a, b = w.nodes
+
+        async def pause_and_wake(t: float) -> None:
+            now = w.clock.now
+            if t == 165:  # SIGSTOP right after A numbered group-3's update, before it sent it
+                events = a.tracker.update(TIMINGS, timeline_at(now), now)
+                queued = await a.dispatcher.dispatch(events, a.tracker.active_alerts(), now)
+                assert queued, "A queued group-3's update under the lease"
+                a.running = False
+            if t == 265:  # SIGCONT: its first act is a delivery, before any renewal tells it the news
+                before = (len(w.hook.bodies), len(w.slack.calls))
+                await a.step(now, renew_first=False)
+                assert (len(w.hook.bodies), len(w.slack.calls)) == before, "a stale holder sent"
+                assert a.outbox.rows(undelivered_only=True) == [], "what it had numbered was told by B: dropped"
+                a.running = True
+
+        await w.run_until(END, pause_and_wake)
+        assert b.keeper.epoch == 2 and a.keeper.epoch is None
+
+    w = play(scenario, lambda w: (w.add("node-a", tmp_path, postgres_dsn), w.add("node-b", tmp_path, postgres_dsn)))
+    assert_told_once(w)
+
+
+def test_the_holder_cut_from_postgres_stops_at_its_deadline_and_drops_what_the_other_told(
+        tmp_path: Path, postgres: PostgresServer, postgres_dsn: str) -> None:
+    with TcpProxy("127.0.0.1", postgres.port) as proxy:
+        held: list[int] = []
+
+        async def scenario(w: World) -> None:
+            a, b = w.nodes
+
+            def cut(t: float) -> None:
+                if t == 160:
+                    proxy.blackhole()  # Slack and the webhook stay reachable: only PostgreSQL goes silent
+                if 160 < t <= 250:
+                    held.append(a.outbox.held())
+                if t == 250:
+                    proxy.restore()
+
+            await w.run_until(END, cut)
+            assert b.keeper.epoch == 2 and a.keeper.epoch is None
+            assert a.outbox.held() == 0
+
+        def setup(w: World) -> None:
+            w.add("node-a", tmp_path, postgres_dsn.replace(f"port={postgres.port}", f"port={proxy.port}"))
+            w.add("node-b", tmp_path, postgres_dsn)
+
+        w = play(scenario, setup)
+    assert max(held) > 0, "cut off, A held what it would have sent"
+    assert_told_once(w)
+
+
+def test_postgres_stopped_and_started_everything_is_held_then_sent_once(
+        tmp_path: Path, postgres: PostgresServer, postgres_dsn: str) -> None:
+    held: list[tuple[int, int]] = []
+
+    async def scenario(w: World) -> None:
+        a, b = w.nodes
+
+        def outage(t: float) -> None:
+            if t == 160:
+                postgres.stop()
+            if 160 < t <= 250:
+                held.append((a.outbox.held(), b.outbox.held()))
+            if t == 250:
+                postgres.start()
+
+        await w.run_until(END, outage)
+        assert (a.outbox.held(), b.outbox.held()) == (0, 0)
+
+    w = play(scenario, lambda w: (w.add("node-a", tmp_path, postgres_dsn), w.add("node-b", tmp_path, postgres_dsn)))
+    assert max(h for h, _ in held) > 0 and max(h for _, h in held) > 0, "both daemons held while nobody answered"
+    assert_told_once(w)
