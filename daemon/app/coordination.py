@@ -7,6 +7,7 @@ from prometheus_client import CollectorRegistry, Gauge
 
 from config.models import RocketwatchConfig
 from daemon.coordination.factory import service_for
+from daemon.coordination.incident_ids import IncidentIds
 from daemon.coordination.service import CoordinationService
 from daemon.notify.outbox import Outbox
 
@@ -14,6 +15,12 @@ from daemon.notify.outbox import Outbox
 def coordination_for(config: RocketwatchConfig) -> CoordinationService:
     """PostgreSQL and a shared lease with an `ha:` section; else the state file's private single-node lease."""
     return service_for(config.ha, config.state_dir / "state.db")
+
+
+def incident_ids(outbox: Outbox) -> IncidentIds:
+    """The shared incident table on the outbox's coordinator, claimed in this daemon's name."""
+    service = outbox.coordination
+    return IncidentIds(service.coordinator, service.keeper.holder)
 
 
 class HaMetrics:

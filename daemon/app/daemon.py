@@ -22,7 +22,7 @@ from daemon.alerts.incidents import IncidentBook
 from daemon.alerts.silences import SilenceStore
 from daemon.alerts.tracker import AlertTracker
 from daemon.alerts.value_history import ValueHistory
-from daemon.app.coordination import HaMetrics, coordination_for
+from daemon.app.coordination import HaMetrics, coordination_for, incident_ids
 from daemon.app.cycles import CycleRecord, CycleStats
 from daemon.app.http_view import HttpView
 from daemon.app.jobs import EVALUATE
@@ -180,7 +180,7 @@ class Daemon:
         self.silences = SilenceStore(self.db)
         self.group_actions = GroupActionStore(self.db)
         self.value_history = ValueHistory(self.db)
-        self.incidents = IncidentBook(self.db, lambda: self.rulebook.links)
+        self.incidents = IncidentBook(self.db, lambda: self.rulebook.links, incident_ids(self.outbox))
         self.selfmon = SelfMonitor(self.store, self.db, self.config.store, self.config.evaluate.interval)
         self._build_routing()
 
@@ -370,6 +370,7 @@ class Daemon:
         # Acknowledgements and until-resolved silences end with their group.
         self.group_actions.close_resolved(self.tracker.active_alerts(), self.silences, now, self.incidents)
         self.value_history.record(self.tracker.active_alerts(), now)
+        await self.incidents.advance(events, self.tracker.active_alerts(), now)
         await self.dispatcher.dispatch(events, self.tracker.active_alerts(), now)
         for reason, count in self.dispatcher.decisions.items():
             self.metrics.notification_decisions.labels(reason).inc(count)
@@ -416,6 +417,7 @@ class Daemon:
             return
         events = self.tracker.update({r.alert: rulebook.timings[r.alert] for r in rules}, findings, now,
                                      only_evaluated=True)
+        await self.incidents.advance(events, self.tracker.active_alerts(), now)
         await self.dispatcher.dispatch(events, self.tracker.active_alerts(), now)
         for event in events:
             log.info("alert %s", event, extra={"rule": event.alert.rule})

@@ -106,9 +106,8 @@ class Dispatcher:
         self, events: list[AlertEvent], active: list[AlertInstance], now: datetime
     ) -> list[tuple[str, Notification]]:
         """Record the cycle's changes per route and group, then queue every group that is due (the lease
-        holder; held while no coordinator answers; nothing on a standby but its own heartbeat)."""
-        if self.incidents is not None:
-            self.incidents.update(events, active, now)
+        holder; held while no coordinator answers; nothing on a standby but its own heartbeat). The incident
+        book is read, never changed: daemon/alerts advances it first."""
         muted = self.muted(active, now)
         events = self._unmuted(events, active, muted)
         if muted != self._muted:

@@ -11,7 +11,9 @@ from pathlib import Path
 
 from config.receivers import SlackReceiver, WebhookReceiver
 from daemon.alerts.db import StateDB
+from daemon.alerts.incidents import IncidentBook
 from daemon.alerts.tracker import AlertTracker
+from daemon.coordination.incident_ids import IncidentIds
 from daemon.coordination.lease import LeaseKeeper
 from daemon.coordination.postgres import PostgresCoordinator
 from daemon.coordination.service import CoordinationService
@@ -19,6 +21,7 @@ from daemon.notify.dispatcher import Dispatcher
 from daemon.notify.factory import build_notifier
 from daemon.notify.outbox import Outbox
 from rules.findings import Finding
+from rules.links import CausalLinks
 from tests.daemon.notify.conftest import TIMINGS, span
 from tests.helpers.clock import ManualClock
 from tests.helpers.slack_server import SlackServer
@@ -55,6 +58,7 @@ class Node:
     dispatcher: Dispatcher
     tracker: AlertTracker
     notifiers: dict
+    incidents: IncidentBook | None = None
     running: bool = True  # False: killed or paused (it does nothing)
 
     async def step(self, now, renew_first: bool = True) -> None:
@@ -62,6 +66,8 @@ class Node:
         if renew_first:
             await self.keeper.renew()
         events = self.tracker.update(TIMINGS, timeline_at(now), now)
+        if self.incidents is not None:
+            await self.incidents.advance(events, self.tracker.active_alerts(), now)
         await self.dispatcher.dispatch(events, self.tracker.active_alerts(), now)
         await self.outbox.deliver_due(self.notifiers, now)
         if not renew_first:
@@ -85,13 +91,17 @@ class World:
     hook: WebhookServer
     nodes: list[Node] = field(default_factory=list)
 
-    def add(self, name: str, tmp_path: Path, dsn: str) -> Node:
-        """A daemon named `name` whose coordinator is reached at `dsn`."""
+    def add(self, name: str, tmp_path: Path, dsn: str, by_incident: bool = False) -> Node:
+        """A daemon named `name` whose coordinator is reached at `dsn`; `by_incident`: grouped by incident
+        (the default config), its ids from the shared incident table."""
         coordinator = PostgresCoordinator(dsn, self.clock, timeout=0.5)
         keeper = LeaseKeeper(coordinator, f"{name}/1", clock=self.clock)
         db = StateDB(tmp_path / f"{name}.db")
         outbox = Outbox(db, coordination=CoordinationService(coordinator, keeper))
-        dispatcher = Dispatcher(outbox, ["slack", "hook"], ["alertname", "cluster", "group"])
+        incidents = IncidentBook(db, lambda: CausalLinks([]), IncidentIds(coordinator, keeper.holder)) \
+            if by_incident else None
+        dispatcher = Dispatcher(outbox, ["slack", "hook"], ["incident"] if by_incident else ["alertname", "cluster", "group"],
+                                incidents=incidents)
         env = {"T": "xoxb-ha", "H": "hook-ha"}
         notifiers = {
             "slack": build_notifier(SlackReceiver(type="slack", name="slack", channel="#mq", token_env="T",
@@ -99,7 +109,7 @@ class World:
             "hook": build_notifier(WebhookReceiver(type="webhook", name="hook", url=self.hook.url,
                                                    bearer_token_env="H", timeout=5), env),
         }
-        node = Node(name, db, keeper, outbox, dispatcher, AlertTracker(db), notifiers)
+        node = Node(name, db, keeper, outbox, dispatcher, AlertTracker(db), notifiers, incidents)
         self.nodes.append(node)
         return node
 
@@ -131,7 +141,8 @@ class World:
         """Per group, the statuses the webhook receiver got, in order."""
         told: dict[str, list[str]] = {}
         for body in self.hook.bodies:
-            told.setdefault(body["groupLabels"]["group"], []).append(body["status"])
+            group = body["commonLabels"].get("group") or body["groupLabels"]["group"]
+            told.setdefault(group, []).append(body["status"])
         return told
 
     def duplicate_keys(self) -> dict[str, list[str]]:

@@ -44,6 +44,7 @@ class Cycle:
 
     def run(self, minutes: float, *findings: Finding):
         events = self.tracker.update(TIMINGS, list(findings), at(minutes))
+        self.incidents.update(events, self.tracker.active_alerts(), at(minutes))
         return [n for _, n in asyncio.run(self.dispatcher.dispatch(events, self.tracker.active_alerts(), at(minutes)))]
 
 

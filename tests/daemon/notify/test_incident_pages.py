@@ -115,6 +115,7 @@ class Pipeline:
         now = at(seconds)
         events = self.tracker.update(TIMINGS, list(findings), now)
         self.actions.close_resolved(self.tracker.active_alerts(), self.silences, now, self.incidents)
+        self.incidents.update(events, self.tracker.active_alerts(), now)
         return [n for _, n in asyncio.run(self.dispatcher.dispatch(events, self.tracker.active_alerts(), now))]
 
     def deliver(self, notifiers, seconds: float):

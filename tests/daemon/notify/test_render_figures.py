@@ -109,6 +109,7 @@ def test_an_incident_page_states_figures_as_the_rules_define_them(db, rules):
     dispatcher = Dispatcher(outbox, ["console"], ["incident"], None, (), incidents=incidents)
     events = tracker.update({f.rule: RuleTiming(f.rule) for f in (FAILING, DEGRADED, SLOW)},
                             [FAILING, DEGRADED, SLOW], at(0))
+    incidents.update(events, tracker.active_alerts(), at(0))
     sent = [n for _, n in asyncio.run(dispatcher.dispatch(events, tracker.active_alerts(), at(0)))]
     assert sorted(len(n.alerts) for n in sent) == [1, 2] and all(n.incident is not None for n in sent)
     assert "Also firing here:" in "".join(render.text(n, rules) for n in sent)
