@@ -18,7 +18,7 @@ from daemon.alerts.incidents import INCIDENT_LABEL, IncidentBook, locus_of, matc
 from daemon.alerts.inhibit import Inhibitor, inhibited
 from daemon.alerts.model import AlertEvent, AlertInstance, EventKind
 from daemon.alerts.silences import SilenceStore
-from daemon.coordination.model import CoordinatorUnavailable, Fence, Fenced, GroupRef, LogGroup
+from daemon.coordination.model import CoordinatorUnavailable, Fence, Fenced, GroupRef, LogGroup, Told
 from daemon.notify.model import AlertSnapshot, Change, IncidentSnapshot, Notification
 from daemon.notify.notification_log import GroupState, NotificationLog, Pending, decide
 from daemon.notify.outbox import Outbox
@@ -72,6 +72,7 @@ class Dispatcher:
         # Muted at the previous dispatch (persisted): an alert leaving this set while it fires is announced.
         self._muted: set[str] = self.log.muted()
         self.decisions: Counter[str] = Counter()  # reason -> count since the caller last read it
+        self._seeded = False  # this process has put its own open threads into the shared log
 
     @property
     def group_by(self) -> list[str]:
@@ -148,6 +149,8 @@ class Dispatcher:
                 turn.shared = {g.ref: g for g in await service.coordinator.log_groups()}
             except CoordinatorUnavailable:
                 turn.held, turn.fence = True, None
+        if turn.fence is not None and not self._seeded:
+            await self._seed(groups, firing, turn)
         queued = []
         for group in groups:
             if (q := await self._decide(group, firing, now, turn)) is not None:
@@ -247,6 +250,29 @@ class Dispatcher:
         log.info("notify %s via %s (%s): %s, %d firing, %d change(s)", group.group_key, route.receiver, route.id,
                  decision.reason, len(alerts), len(group.pending))
         return route.receiver, notification
+
+    async def _seed(self, groups: list[GroupState], firing: dict[tuple[str, str, str], list[AlertInstance]],
+                    turn: _Turn) -> None:
+        # Once, at this process's first fence: open groups this daemon told itself (its outbox's latest row
+        # for them is a firing one) that the shared log lacks enter it as told, with their thread, so turning
+        # HA on (or upgrading) posts nothing again.
+        for group in groups:
+            ref = GroupRef(group.route, group.receiver, group.group_key)
+            alerts = firing.get((group.route, group.receiver, group.group_key), [])
+            if ref in turn.shared or group.last_sent_at is None or not alerts or group.route == HEARTBEAT_ROUTE \
+                    or not self.outbox.group_open(group.receiver, group.group_key):
+                continue
+            thread = self.outbox.thread(group.receiver, group.group_key)
+            data = {"thread": thread.model_dump()} if thread is not None else {}
+            told = Told({a.fingerprint: a.severity for a in alerts})
+            try:
+                if await self.outbox.coordination.coordinator.seed_group(
+                        turn.fence, ref, group.group_labels, told, data, group.last_sent_at):
+                    log.info("shared log seeded with %s from this daemon's thread", ref)
+            except (CoordinatorUnavailable, Fenced) as exc:
+                log.warning("shared log not seeded with %s: %s (tried again next cycle)", ref, exc)
+                return
+        self._seeded = True
 
     async def _close_shared(self, group: GroupState, record: LogGroup | None, turn: _Turn, now: datetime) -> None:
         # Nothing fires or waits any more: the holder closes the shared group, unless a send is in flight.

@@ -13,6 +13,8 @@ from datetime import timedelta
 from pathlib import Path
 
 from daemon.coordination.keys import idempotency_key
+from daemon.notify.dispatcher import Dispatcher
+from daemon.notify.outbox import Outbox
 from tests.daemon.coordination.ha_world import END, GROUPS, World, expected_webhook, timeline_at, world
 from tests.daemon.notify.conftest import TIMINGS
 from tests.helpers.postgres import PostgresServer
@@ -174,4 +176,45 @@ def test_grouped_by_incident_a_daemon_started_later_adopts_the_holders_incident_
         w.add("node-b", tmp_path, postgres_dsn, by_incident=True)
 
     w = play(scenario, setup)
+    assert_told_once(w)
+
+
+def test_turning_ha_on_seeds_the_shared_log_from_the_threads_a_single_node_opened(
+        tmp_path: Path, postgres_dsn: str) -> None:
+    async def single_node_before(w: World) -> None:
+        # node-a ran alone until now, on the same state file (its private SQLite lease): group-0 was told.
+        a = w.nodes[0]
+        outbox = Outbox(a.db)
+        dispatcher = Dispatcher(outbox, ["slack", "hook"], ["alertname", "cluster", "group"])
+        events = a.tracker.update(TIMINGS, timeline_at(w.clock.now), w.clock.now)
+        await dispatcher.dispatch(events, a.tracker.active_alerts(), w.clock.now)
+        report = await outbox.deliver_due(a.notifiers, w.clock.now)
+        assert report.delivered == 2
+        await outbox.coordination.stop()
+        w.clock.advance(5)
+
+    async def scenario(w: World) -> None:
+        a, b = w.nodes
+
+        def kill(t: float) -> None:
+            if t == 100:  # before group-0's update: B must tell it in A's thread, and not post group-0 again
+                a.running = False
+
+        await w.run_until(END, kill)
+        assert b.keeper.epoch == 2
+
+    with ExitStack() as stack:
+        w = world(stack)
+        w.add("node-a", tmp_path, postgres_dsn)
+        w.add("node-b", tmp_path, postgres_dsn)
+
+        async def main() -> None:
+            await single_node_before(w)
+            await w.open()
+            try:
+                await scenario(w)
+            finally:
+                await w.close()
+
+        asyncio.run(main())
     assert_told_once(w)
