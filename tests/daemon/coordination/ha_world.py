@@ -31,10 +31,11 @@ STEP = 5.0  # seconds between two evaluations (and lease renewals) of every daem
 GROUPS = 6
 
 
-def timeline(t: float) -> list[Finding]:
-    """What the cluster shows at second t: each consumer group stuck twice, resolving in between."""
+def timeline(t: float, groups: int = GROUPS) -> list[Finding]:
+    """What the cluster shows at second t: each consumer group stuck twice, resolving in between (8 alert
+    changes per group: two queues firing and resolving, twice)."""
     findings = []
-    for i in range(GROUPS):
+    for i in range(groups):
         start = 15 * i
         if start <= t < start + 400 or start + 900 <= t < start + 1300:
             # queue 4 joins each incident a while after it opened: an update of an open thread
@@ -44,7 +45,12 @@ def timeline(t: float) -> list[Finding]:
     return findings
 
 
-END = 15 * GROUPS + 1300 + 30  # every incident told and resolved by then (group_wait and group_interval 0)
+def end(groups: int = GROUPS) -> float:
+    """The second by which every incident was told and resolved (group_wait and group_interval 0)."""
+    return 15 * groups + 1300 + 30
+
+
+END = end()
 
 
 @dataclass
@@ -59,13 +65,14 @@ class Node:
     tracker: AlertTracker
     notifiers: dict
     incidents: IncidentBook | None = None
+    groups: int = GROUPS
     running: bool = True  # False: killed or paused (it does nothing)
 
     async def step(self, now, renew_first: bool = True) -> None:
         """One cycle: renew the lease, evaluate, dispatch, deliver (a woken daemon may deliver before renewing)."""
         if renew_first:
             await self.keeper.renew()
-        events = self.tracker.update(TIMINGS, timeline_at(now), now)
+        events = self.tracker.update(TIMINGS, timeline_at(now, self.groups), now)
         if self.incidents is not None:
             await self.incidents.advance(events, self.tracker.active_alerts(), now)
         await self.dispatcher.dispatch(events, self.tracker.active_alerts(), now)
@@ -74,12 +81,12 @@ class Node:
             await self.keeper.renew()
 
 
-_T0 = ManualClock().now
+_T0 = START = ManualClock().now  # where every world's clock starts (the timeline's second 0)
 
 
-def timeline_at(now) -> list[Finding]:
+def timeline_at(now, groups: int = GROUPS) -> list[Finding]:
     """The timeline at a clock time."""
-    return timeline((now - _T0).total_seconds())
+    return timeline((now - _T0).total_seconds(), groups)
 
 
 @dataclass
@@ -90,6 +97,7 @@ class World:
     slack: SlackServer
     hook: WebhookServer
     nodes: list[Node] = field(default_factory=list)
+    groups: int = GROUPS
 
     def add(self, name: str, tmp_path: Path, dsn: str, by_incident: bool = False) -> Node:
         """A daemon named `name` whose coordinator is reached at `dsn`; `by_incident`: grouped by incident
@@ -109,7 +117,7 @@ class World:
             "hook": build_notifier(WebhookReceiver(type="webhook", name="hook", url=self.hook.url,
                                                    bearer_token_env="H", timeout=5), env),
         }
-        node = Node(name, db, keeper, outbox, dispatcher, AlertTracker(db), notifiers, incidents)
+        node = Node(name, db, keeper, outbox, dispatcher, AlertTracker(db), notifiers, incidents, self.groups)
         self.nodes.append(node)
         return node
 
@@ -166,14 +174,14 @@ async def _maybe_await(value: object) -> None:
         await value  # type: ignore[misc]
 
 
-def expected_webhook() -> dict[str, list[str]]:
+def expected_webhook(groups: int = GROUPS) -> dict[str, list[str]]:
     """Every incident of every group told firing (with its update) and resolved, once."""
-    return {f"group-{i}": ["firing", "firing", "resolved", "firing", "firing", "resolved"] for i in range(GROUPS)}
+    return {f"group-{i}": ["firing", "firing", "resolved", "firing", "firing", "resolved"] for i in range(groups)}
 
 
-def world(stack: ExitStack) -> World:
+def world(stack: ExitStack, groups: int = GROUPS) -> World:
     """Receivers started on loopback and a fresh clock."""
     return World(ManualClock(), stack.enter_context(SlackServer(token="xoxb-ha")),
-                 stack.enter_context(WebhookServer(token="hook-ha")))
+                 stack.enter_context(WebhookServer(token="hook-ha")), groups=groups)
 
 
