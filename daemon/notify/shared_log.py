@@ -16,6 +16,10 @@ def told_elsewhere(group: GroupState, record: LogGroup | None) -> bool:
     """The shared log records a send of this group newer than this daemon's last one (another daemon sent)."""
     if record is None or record.last_sent_at is None:
         return False
+    if record.closed:
+        # Its message is done (resolved). Only a group this daemon still holds as told follows it there; one
+        # it has not told is a new message, which waits its group_wait like any first one.
+        return group.last_sent_at is not None and record.last_sent_at > group.last_sent_at
     return group.last_sent_at is None or record.last_sent_at > group.last_sent_at
 
 
@@ -28,7 +32,8 @@ def follow(group: GroupState, record: LogGroup, alerts: Sequence[AlertInstance],
     seen = {(p.change.kind, p.change.fingerprint) for p in kept}
     kept += [Pending(_change(c)) for c in changes if (c.kind, c.fingerprint) not in seen]
     group.pending = kept
-    group.last_sent_at = record.last_sent_at
+    # A closed record told its resolve: what fires from now on is a new message (first, after group_wait).
+    group.last_sent_at = None if record.closed else record.last_sent_at
     group.last_reason = record.last_reason
     if not kept:
         group.first_change_at = None
