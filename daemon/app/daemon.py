@@ -130,7 +130,8 @@ class Daemon:
             for secure in self.secure_clients.values():
                 await secure.client.close()
             if self.db is not None:
-                await self.outbox.coordination.stop()  # after the final flush: gives the lease up
+                if getattr(self, "outbox", None) is not None:  # absent when the state failed to open
+                    await self.outbox.coordination.stop()  # after the final flush: gives the lease up
                 self.db.close()
             self.lock.release()
         log.info("rocketwatch stopped")
