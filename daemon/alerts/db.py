@@ -133,6 +133,15 @@ MIGRATIONS: list[str] = [
         PRIMARY KEY (incident, fingerprint)
     );
     """,
+    """
+    -- The send protocol (daemon/coordination): the route and the shared log's sequence number of each
+    -- row; `held` rows were queued while no coordinator answered (sent or dropped once one does);
+    -- `sent_recorded` is 0 while a delivered row's sent record has not reached the coordinator yet.
+    ALTER TABLE outbox ADD COLUMN route TEXT;
+    ALTER TABLE outbox ADD COLUMN seq INTEGER;
+    ALTER TABLE outbox ADD COLUMN held INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE outbox ADD COLUMN sent_recorded INTEGER NOT NULL DEFAULT 1;
+    """,
 ]
 
 

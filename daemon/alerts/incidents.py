@@ -19,11 +19,14 @@ import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from config.matchers import alert_labels
 from daemon.alerts.db import StateDB, from_db_time, to_db_time
 from daemon.alerts.model import AlertEvent, AlertInstance, EventKind
+
+if TYPE_CHECKING:
+    from daemon.coordination.incident_ids import IncidentIds
 
 INCIDENT_LABEL = "incident"  # the reserved group_by label holding an alert's incident id
 KEEP_RESOLVED = timedelta(days=1)
@@ -113,8 +116,13 @@ def matcher_labels(alert: AlertInstance, incidents: IncidentBook | None = None) 
 class IncidentBook:
     """Every open incident (and those resolved within a day), persisted in the state database."""
 
-    def __init__(self, db: StateDB, links: Callable[[], CausalLinks]) -> None:
+    def __init__(self, db: StateDB, links: Callable[[], CausalLinks], ids: IncidentIds | None = None) -> None:
         self.db = db
+        # The shared incident table (daemon/coordination): every daemon names one incident alike. None: ids
+        # are this book's own.
+        self.ids = ids
+        self._opened: list[str] = []  # opened by update(), not yet claimed in the shared table
+        self._ended: list[str] = []  # resolved by update(), not yet marked there
         # Read at each update, so a reload's new rules (and their links) apply from the next cycle.
         self._links = links
         self._incidents: dict[str, Incident] = _load(db)
@@ -141,6 +149,44 @@ class IncidentBook:
         """Every incident kept, newest first."""
         return sorted(self._incidents.values(), key=lambda i: (i.opened_at, i.id), reverse=True)
 
+    async def advance(self, events: Sequence[AlertEvent], active: Sequence[AlertInstance], now: datetime) -> None:
+        """One cycle (before the dispatcher reads the book): update, then agree on ids with the other daemons."""
+        self.update(events, active, now)
+        await self.share()
+
+    async def share(self) -> None:
+        """Claim what opened in the shared table (adopting another daemon's id for the same locus), mark what
+        ended, and take the shared id of incidents opened while the coordinator was away."""
+        if self.ids is None:
+            return
+        renamed = await self.ids.reconcile()
+        for incident_id in self._opened:
+            incident = self._incidents.get(incident_id)
+            if incident is not None:
+                shared = await self.ids.open(incident.locus, incident_id, incident.opened_at)
+                if shared != incident_id:
+                    renamed[incident_id] = shared
+        for incident_id in self._ended:
+            incident = self._incidents.get(incident_id)
+            if incident is not None and incident.resolved_at is not None:
+                await self.ids.resolve(incident_id, incident.resolved_at)
+        self._opened, self._ended = [], []
+        for local, shared in renamed.items():
+            self._rename(local, shared)
+
+    def _rename(self, local: str, shared: str) -> None:
+        incident = self._incidents.get(local)
+        if incident is None or shared in self._incidents:
+            return  # already known under the shared id: this daemon saw it open itself
+        incident.id = shared
+        self._incidents[shared] = self._incidents.pop(local)
+        for fp, incident_id in list(self._by_alert.items()):
+            if incident_id == local:
+                self._by_alert[fp] = shared
+        with self.db.transaction() as conn:
+            conn.execute("UPDATE incidents SET id = ? WHERE id = ?", (shared, local))
+            conn.execute("UPDATE incident_members SET incident = ? WHERE incident = ?", (shared, local))
+
     def update(self, events: Sequence[AlertEvent], active: Sequence[AlertInstance], now: datetime) -> None:
         """Place newly firing alerts, mark resolved ones, close incidents whose alerts all resolved."""
         self.links = self._links()
@@ -156,6 +202,8 @@ class IncidentBook:
             if incident.open and incident.members and all(m.resolved_at for m in incident.members.values()):
                 incident.resolved_at = now
                 changed.add(incident.id)
+                if self.ids is not None:
+                    self._ended.append(incident.id)
         expired = [i.id for i in self._incidents.values() if i.resolved_at and now - i.resolved_at > KEEP_RESOLVED]
         self._save(changed, expired)
 
@@ -193,6 +241,8 @@ class IncidentBook:
                 return self._join(incident, member)
         incident = Incident(self._new_id(locus, now), now, locus, alert.fingerprint)
         self._incidents[incident.id] = incident
+        if self.ids is not None:
+            self._opened.append(incident.id)
         return self._join(incident, member)
 
     def _join(self, incident: Incident, member: Member) -> str:

@@ -22,6 +22,7 @@ from daemon.alerts.incidents import IncidentBook
 from daemon.alerts.silences import SilenceStore
 from daemon.alerts.tracker import AlertTracker
 from daemon.alerts.value_history import ValueHistory
+from daemon.app.coordination import HaMetrics, coordination_for, incident_ids
 from daemon.app.cycles import CycleRecord, CycleStats
 from daemon.app.http_view import HttpView
 from daemon.app.jobs import EVALUATE
@@ -59,6 +60,7 @@ class Daemon:
         self.config_path = config_path
         self.stats = CycleStats()
         self.metrics = DaemonMetrics()
+        self.ha_metrics = HaMetrics(self.metrics.registry)
         self.last_cycle_at: datetime | None = None
         # Kept in memory for the status page: the last cycles, and each cluster's last collector_health rows.
         self.cycles: deque[CycleRecord] = deque(maxlen=20)
@@ -96,6 +98,7 @@ class Daemon:
         self.lock.acquire()
         try:
             self._open_state()
+            await self.outbox.coordination.start()
             loop = asyncio.get_running_loop()
             for sig in (signal.SIGTERM, signal.SIGINT):
                 loop.add_signal_handler(sig, self._stopping.set)
@@ -127,6 +130,8 @@ class Daemon:
             for secure in self.secure_clients.values():
                 await secure.client.close()
             if self.db is not None:
+                if getattr(self, "outbox", None) is not None:  # absent when the state failed to open
+                    await self.outbox.coordination.stop()  # after the final flush: gives the lease up
                 self.db.close()
             self.lock.release()
         log.info("rocketwatch stopped")
@@ -173,11 +178,11 @@ class Daemon:
     def _open_state(self) -> None:
         self.db = StateDB(self.config.state_dir / "state.db")
         self.tracker = AlertTracker(self.db)
-        self.outbox = Outbox(self.db, jitter=0.2)
+        self.outbox = Outbox(self.db, jitter=0.2, coordination=coordination_for(self.config))
         self.silences = SilenceStore(self.db)
         self.group_actions = GroupActionStore(self.db)
         self.value_history = ValueHistory(self.db)
-        self.incidents = IncidentBook(self.db, lambda: self.rulebook.links)
+        self.incidents = IncidentBook(self.db, lambda: self.rulebook.links, incident_ids(self.outbox))
         self.selfmon = SelfMonitor(self.store, self.db, self.config.store, self.config.evaluate.interval)
         self._build_routing()
 
@@ -368,7 +373,8 @@ class Daemon:
         # Acknowledgements and until-resolved silences end with their group.
         self.group_actions.close_resolved(self.tracker.active_alerts(), self.silences, now, self.incidents)
         self.value_history.record(self.tracker.active_alerts(), now)
-        self.dispatcher.dispatch(events, self.tracker.active_alerts(), now)
+        await self.incidents.advance(events, self.tracker.active_alerts(), now)
+        await self.dispatcher.dispatch(events, self.tracker.active_alerts(), now)
         for reason, count in self.dispatcher.decisions.items():
             self.metrics.notification_decisions.labels(reason).inc(count)
         self.dispatcher.decisions.clear()
@@ -414,7 +420,8 @@ class Daemon:
             return
         events = self.tracker.update({r.alert: rulebook.timings[r.alert] for r in rules}, findings, now,
                                      only_evaluated=True)
-        self.dispatcher.dispatch(events, self.tracker.active_alerts(), now)
+        await self.incidents.advance(events, self.tracker.active_alerts(), now)
+        await self.dispatcher.dispatch(events, self.tracker.active_alerts(), now)
         for event in events:
             log.info("alert %s", event, extra={"rule": event.alert.rule})
         await self.dispatch_once()
@@ -435,6 +442,7 @@ class Daemon:
         """Gauges read at scrape time rather than per cycle."""
         if self.db is not None:
             self.metrics.outbox_depth.set(self.outbox.depth())
+            self.ha_metrics.observe(self.outbox)
         self.metrics.rules.set(len(self.rulebook.rules))
 
     async def dispatch_once(self, final: bool = False) -> None:

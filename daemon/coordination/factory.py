@@ -4,6 +4,7 @@ else the daemon's own SQLite state file (one node: its lease is private, so no w
 from __future__ import annotations
 
 import os
+import socket
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -34,9 +35,10 @@ def coordinator_for(ha: HaConfig | None, state_file: Path, clock: Clock | None =
 
 
 def keeper_for(ha: HaConfig | None, coordinator: Coordinator, clock: Clock | None = None) -> LeaseKeeper:
-    """This daemon's lease keeper, named `<node>/<process>`."""
-    return LeaseKeeper(coordinator, holder_name(ha.node if ha is not None else None), lease_timing(ha), clock,
-                       private=ha is None)
+    """This daemon's lease keeper, named `<node>/<process>`; one node's private lease is `<host>/local`, the
+    same after a restart (the state directory's lock makes it the only one)."""
+    holder = holder_name(ha.node) if ha is not None else f"{socket.gethostname()}/local"
+    return LeaseKeeper(coordinator, holder, lease_timing(ha), clock, private=ha is None)
 
 
 def service_for(ha: HaConfig | None, state_file: Path, clock: Clock | None = None,

@@ -100,16 +100,22 @@ class LeaseKeeper:
                 send.close()  # a coroutine never awaited would warn
             raise LeaseLost(f"{what} not started: {self._why_not()}")
         task = asyncio.ensure_future(send)
-        timer = asyncio.ensure_future(self.clock.sleep(self.time_left()))
-        try:
-            done, _ = await asyncio.wait({task, timer}, return_when=asyncio.FIRST_COMPLETED)
-        except asyncio.CancelledError:
-            task.cancel()
-            raise
-        finally:
-            timer.cancel()
-        if task in done:
-            return task.result()
+        epoch = self.epoch
+        # The deadline in force: renewals while the send runs move it on, so a slow receiver is cut only
+        # when the lease really lapses (or changes hands), never merely at the deadline it started under.
+        while self.epoch == epoch and self.time_left() > 0:
+            timer = asyncio.ensure_future(self.clock.sleep(self.time_left()))
+            try:
+                done, _ = await asyncio.wait({task, timer}, return_when=asyncio.FIRST_COMPLETED)
+            except asyncio.CancelledError:
+                task.cancel()
+                raise
+            finally:
+                timer.cancel()
+            if task in done:
+                return task.result()
+        if task.done() and not task.cancelled():
+            return task.result()  # finished at the very moment the deadline came: it was sent
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
         raise LeaseLost(f"{what} cancelled at the lease deadline (epoch {self.epoch}): it may or may not have "

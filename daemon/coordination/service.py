@@ -39,6 +39,7 @@ class CoordinationService:
         self._stopping = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self.open_error: str | None = None  # the coordinator could not be opened (yet)
+        self.opened = False
 
     async def start(self) -> None:
         """Open the coordinator (migrating its schema) and start renewing. A coordinator away at start is
@@ -58,7 +59,23 @@ class CoordinationService:
                         self.keeper.timing.renew_every)
             return False
         self.open_error = None
+        self.opened = True
         return True
+
+    async def ensure_private(self) -> None:
+        """A single node's private lease is claimed on demand: the dispatcher and outbox work also when the
+        renewal task is not running (one-shot cycles, tests) or fell behind. No-op for a shared lease."""
+        if not self.keeper.private or self.keeper.holding:
+            return
+        if not self.opened and not await self._open():
+            return
+        await self.keeper.renew()
+
+    @property
+    def unreachable(self) -> bool:
+        """This daemon cannot reach the coordinator now (its last claim failed, or it never opened): what it
+        would send is held locally rather than dropped."""
+        return self.open_error is not None or (not self.keeper.holding and self.keeper.last_error is not None)
 
     async def _run(self) -> None:
         while self.open_error is not None and not self._stopping.is_set():
@@ -78,6 +95,7 @@ class CoordinationService:
             await self._task
             self._task = None
         await self.coordinator.close()
+        self.opened = False
 
     def status(self) -> LeaseStatus:
         """The lease as this daemon sees it now."""

@@ -8,6 +8,7 @@ incident identity — is here, so the two implementations cannot drift apart.
 from __future__ import annotations
 
 import json
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from contextlib import AbstractAsyncContextManager
@@ -89,6 +90,11 @@ class SqlCoordinator(ABC):
                 for statement in statements(script):
                     await tx.run(statement)
                 await tx.run("UPDATE coord_schema_version SET version = :v", {"v": version})
+            # Sends are numbered from the log's creation time in microseconds, not from 1: keys derive from
+            # the number, and a single node's log turned into a shared one (or a log rebuilt from scratch)
+            # must never name a new send like an old one a receiver already has.
+            await tx.run("UPDATE coord_counters SET value = :start WHERE name = 'send_seq' AND value = 0",
+                         {"start": time.time_ns() // 1000})
             return max(current, len(MIGRATIONS))
 
     # ---- the lease ------------------------------------------------------------------------

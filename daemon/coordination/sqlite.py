@@ -68,7 +68,8 @@ class SqliteCoordinator(SqlCoordinator):
     async def transaction(self) -> AsyncIterator[_SqliteTx]:
         """BEGIN IMMEDIATE ... COMMIT, rolled back on any error."""
         if self._conn is None:
-            raise RuntimeError(f"{self.where}: not open (call open() first)")
+            await self.open()  # a local file: opened (and migrated) on first use, as the state file is
+        assert self._conn is not None
         async with self._lock:
             self._conn.execute("BEGIN IMMEDIATE")
             try:

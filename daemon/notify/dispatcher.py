@@ -1,4 +1,10 @@
-"""From tracker events to notifications: one per touched alert group and receiver, into the outbox."""
+"""From tracker events to notifications: one per touched alert group and receiver, into the outbox.
+
+Every daemon keeps its own log of what changed; only the holder of the dispatch lease queues sends,
+each under a fenced intent in the shared log (daemon/coordination). A standby queues nothing and
+follows the shared log; with no coordinator answering, sends are queued held (delayed, never lost).
+The heartbeat's route is every daemon's own, outside the lease.
+"""
 
 from __future__ import annotations
 
@@ -12,10 +18,12 @@ from daemon.alerts.incidents import INCIDENT_LABEL, IncidentBook, locus_of, matc
 from daemon.alerts.inhibit import Inhibitor, inhibited
 from daemon.alerts.model import AlertEvent, AlertInstance, EventKind
 from daemon.alerts.silences import SilenceStore
+from daemon.coordination.model import CoordinatorUnavailable, Fence, Fenced, GroupRef, LogGroup, Told
 from daemon.notify.model import AlertSnapshot, Change, IncidentSnapshot, Notification
 from daemon.notify.notification_log import GroupState, NotificationLog, Pending, decide
 from daemon.notify.outbox import Outbox
 from daemon.notify.routing import Route, Router
+from daemon.notify.shared_log import follow, told_elsewhere, told_now
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +72,7 @@ class Dispatcher:
         # Muted at the previous dispatch (persisted): an alert leaving this set while it fires is announced.
         self._muted: set[str] = self.log.muted()
         self.decisions: Counter[str] = Counter()  # reason -> count since the caller last read it
+        self._seeded = False  # this process has put its own open threads into the shared log
 
     @property
     def group_by(self) -> list[str]:
@@ -94,12 +103,12 @@ class Dispatcher:
                 kept.append(AlertEvent(EventKind.FIRING, alert, reason="no longer silenced or inhibited"))
         return kept
 
-    def dispatch(
+    async def dispatch(
         self, events: list[AlertEvent], active: list[AlertInstance], now: datetime
     ) -> list[tuple[str, Notification]]:
-        """Record the cycle's changes per route and group, then queue every group that is due."""
-        if self.incidents is not None:
-            self.incidents.update(events, active, now)
+        """Record the cycle's changes per route and group, then queue every group that is due (the lease
+        holder; held while no coordinator answers; nothing on a standby but its own heartbeat). The incident
+        book is read, never changed: daemon/alerts advances it first."""
         muted = self.muted(active, now)
         events = self._unmuted(events, active, muted)
         if muted != self._muted:
@@ -132,7 +141,21 @@ class Dispatcher:
             groups = self.log.groups()
         order = {r.id: i for i, r in enumerate(self.router.routes())}
         groups.sort(key=lambda g: (order.get(g.route, len(order)), g.group_key))
-        return [q for group in groups if (q := self._decide(group, firing, now)) is not None]
+        service = self.outbox.coordination
+        await service.ensure_private()
+        turn = _Turn(service.keeper.fence(), service.unreachable, muted)
+        if not turn.held:
+            try:
+                turn.shared = {g.ref: g for g in await service.coordinator.log_groups()}
+            except CoordinatorUnavailable:
+                turn.held, turn.fence = True, None
+        if turn.fence is not None and not self._seeded:
+            await self._seed(groups, firing, turn)
+        queued = []
+        for group in groups:
+            if (q := await self._decide(group, firing, now, turn)) is not None:
+                queued.append(q)
+        return queued
 
     def _incident(self, group: GroupState) -> IncidentSnapshot | None:
         incident_id = group.group_labels.get(INCIDENT_LABEL)
@@ -142,23 +165,50 @@ class Dispatcher:
     def _routes(self, alert: AlertInstance) -> list[Route]:
         return self.router.match(alert_labels(alert.rule, alert.labels, alert.severity))
 
-    def _decide(
-        self, group: GroupState, firing: dict[tuple[str, str, str], list[AlertInstance]], now: datetime
+    async def _record(self, group: GroupState, turn: _Turn) -> LogGroup | None:
+        # The shared log's record of the group (open, or closed since): None when it has none, or when
+        # the local log is all there is (held, or the heartbeat's own route).
+        ref = GroupRef(group.route, group.receiver, group.group_key)
+        if turn.held or group.route == HEARTBEAT_ROUTE:
+            return None
+        if ref in turn.shared:
+            return turn.shared[ref]
+        if not group.pending:
+            return None
+        try:
+            return await self.outbox.coordination.coordinator.log_group(ref)
+        except CoordinatorUnavailable:
+            return None
+
+    async def _decide(
+        self, group: GroupState, firing: dict[tuple[str, str, str], list[AlertInstance]], now: datetime,
+        turn: _Turn,
     ) -> tuple[str, Notification] | None:
         route = next((r for r in self.router.routes() if r.id == group.route and r.receiver == group.receiver), None)
         alerts = firing.get((group.route, group.receiver, group.group_key), [])
+        record = await self._record(group, turn)
         if route is None:  # the route left the tree on reload: its groups go with it
             self.log.close(group)
+            await self._close_shared(group, record, turn, now)
             return None
+        if told_elsewhere(group, record):
+            assert record is not None
+            follow(group, record, alerts, turn.muted)
+            self.log.follow(group)
         silent = self.router.silent_reason(route, now) if (group.pending or alerts) else None
         decision = decide(group, len(alerts), route, now, self.acknowledged(group.group_key), silent)
-        self.decisions[decision.reason] += 1
+        local = route.id == HEARTBEAT_ROUTE
+        standby = not local and turn.fence is None and not turn.held
+        self.decisions["standby" if standby and decision.send else decision.reason] += 1
         if not decision.send:
             if decision.reason == "resolved_before_told":
                 self.log.drop_pending(group)
             if not alerts and (not group.pending or decision.reason == "resolved_before_told"):
                 self.log.close(group)
+                await self._close_shared(group, record, turn, now)
             return None
+        if standby:
+            return None  # the holder tells it; this daemon follows the shared log
         firing_fps = {a.fingerprint for a in alerts}
         resolved = {p.resolved.fingerprint: p.resolved for p in group.pending
                     if p.resolved is not None and p.resolved.fingerprint not in firing_fps}
@@ -167,13 +217,81 @@ class Dispatcher:
             status="firing" if alerts else "resolved",
             alerts=[AlertSnapshot.of(a) for a in alerts] + list(resolved.values()),
             changes=[p.change for p in group.pending],
-            is_update=self.outbox.group_open(route.receiver, group.group_key), created_at=now,
+            is_update=self.outbox.group_open(route.receiver, group.group_key)
+            or (record is not None and not record.closed and bool(record.told_firing)), created_at=now,
             reason=decision.reason, incident=self._incident(group),
         )
-        self.outbox.enqueue(route.receiver, notification, now)
+        if local:
+            self.outbox.enqueue(route.receiver, notification, now, route=route.id)
+        elif turn.held or self.outbox.holds(route.receiver, group.group_key):
+            # Queued behind held rows, or nobody answers: numbered once a coordinator does (in queue order).
+            self.outbox.enqueue(route.receiver, notification, now, route=route.id, held=True)
+            log.warning("notify %s via %s held: no coordinator answers (%s)", group.group_key, route.receiver,
+                        self.outbox.coordination.status().last_error)
+        else:
+            assert turn.fence is not None
+            ref = GroupRef(route.id, route.receiver, group.group_key)
+            try:
+                intent = await self.outbox.coordination.coordinator.record_intent(
+                    turn.fence, ref, group.group_labels, told_now(alerts, group, record, turn.muted),
+                    decision.reason, now)
+            except CoordinatorUnavailable:
+                turn.held, turn.fence = True, None
+                self.outbox.enqueue(route.receiver, notification, now, route=route.id, held=True)
+            except Fenced as exc:
+                log.warning("notify %s via %s not queued: %s", group.group_key, route.receiver, exc)
+                turn.fence = None
+                return None
+            else:
+                self.outbox.enqueue(route.receiver, notification, now, key=intent.key, route=route.id, seq=intent.seq)
         self.log.sent(group, decision.reason, now)
         if not alerts:
             self.log.close(group)
         log.info("notify %s via %s (%s): %s, %d firing, %d change(s)", group.group_key, route.receiver, route.id,
                  decision.reason, len(alerts), len(group.pending))
         return route.receiver, notification
+
+    async def _seed(self, groups: list[GroupState], firing: dict[tuple[str, str, str], list[AlertInstance]],
+                    turn: _Turn) -> None:
+        # Once, at this process's first fence: open groups this daemon told itself (its outbox's latest row
+        # for them is a firing one) that the shared log lacks enter it as told, with their thread, so turning
+        # HA on (or upgrading) posts nothing again.
+        for group in groups:
+            ref = GroupRef(group.route, group.receiver, group.group_key)
+            alerts = firing.get((group.route, group.receiver, group.group_key), [])
+            if ref in turn.shared or group.last_sent_at is None or not alerts or group.route == HEARTBEAT_ROUTE \
+                    or not self.outbox.group_open(group.receiver, group.group_key):
+                continue
+            thread = self.outbox.thread(group.receiver, group.group_key)
+            data = {"thread": thread.model_dump()} if thread is not None else {}
+            told = Told({a.fingerprint: a.severity for a in alerts})
+            try:
+                if await self.outbox.coordination.coordinator.seed_group(
+                        turn.fence, ref, group.group_labels, told, data, group.last_sent_at):
+                    log.info("shared log seeded with %s from this daemon's thread", ref)
+            except (CoordinatorUnavailable, Fenced) as exc:
+                log.warning("shared log not seeded with %s: %s (tried again next cycle)", ref, exc)
+                return
+        self._seeded = True
+
+    async def _close_shared(self, group: GroupState, record: LogGroup | None, turn: _Turn, now: datetime) -> None:
+        # Nothing fires or waits any more: the holder closes the shared group, unless a send is in flight.
+        if turn.fence is None or record is None or record.closed or record.open_intent is not None:
+            return
+        try:
+            await self.outbox.coordination.coordinator.close_group(turn.fence, record.ref, now)
+        except (CoordinatorUnavailable, Fenced) as exc:
+            log.warning("shared %s not closed: %s", record.ref, exc)
+
+
+HEARTBEAT_ROUTE = "heartbeat"  # routing.py's id of the heartbeat's route: every daemon sends its own
+
+
+class _Turn:
+    """One dispatch's standing: the fence it writes under, whether sends are held, the shared log read once."""
+
+    def __init__(self, fence: Fence | None, held: bool, muted: set[str]) -> None:
+        self.fence = fence
+        self.held = held and fence is None
+        self.muted = muted
+        self.shared: dict[GroupRef, LogGroup] = {}

@@ -118,6 +118,19 @@ class NotificationLog:
                 (to_db_time(now), reason, group.route, group.receiver, group.group_key),
             )
 
+    def follow(self, group: GroupState) -> None:
+        """Take over what another daemon told (the shared log): its last send, and only what is still news."""
+        items = [{"change": p.change.model_dump(mode="json"),
+                  "resolved": p.resolved.model_dump(mode="json") if p.resolved else None} for p in group.pending]
+        with self.db.transaction() as conn:
+            conn.execute(
+                "UPDATE notification_groups SET pending = ?, first_change_at = ?, last_sent_at = ?, last_reason = ? "
+                "WHERE route = ? AND receiver = ? AND group_key = ?",
+                (json.dumps(items), to_db_time(group.first_change_at) if group.first_change_at else None,
+                 to_db_time(group.last_sent_at) if group.last_sent_at else None, group.last_reason,
+                 group.route, group.receiver, group.group_key),
+            )
+
     def drop_pending(self, group: GroupState) -> None:
         """Forget changes nobody needs to hear about (resolved before they were told)."""
         with self.db.transaction() as conn:

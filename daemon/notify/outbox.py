@@ -3,6 +3,10 @@
 Rows of one (receiver, group key) go out strictly in the order they were queued: a later row waits
 until the earlier one is delivered, so a resolve never reaches anyone before its firing message.
 A failed send keeps the row, counts the attempt and backs off (5 s doubling, capped at 5 min).
+
+Rows with a sequence number belong to the shared notification log (daemon/coordination): they go out
+only under the dispatch lease, and their sent record goes back to the log with the receiver's reply.
+Held rows were queued while no coordinator answered; the send protocol settles them (outbox_held.py).
 """
 
 from __future__ import annotations
@@ -16,8 +20,13 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from daemon.alerts.db import StateDB, from_db_time, to_db_time
+from daemon.coordination.factory import service_for
+from daemon.coordination.lease import LeaseLost
+from daemon.coordination.model import CoordinatorUnavailable, GroupRef
+from daemon.coordination.service import CoordinationService
 from daemon.notify.errors import DeliveryError
 from daemon.notify.model import Notification, Notifier, ThreadRef
+from daemon.notify.outbox_held import record_delivery, settle
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +54,15 @@ class OutboxRow:
     attempts: int
     last_error: str | None
     delivered_at: datetime | None
+    route: str | None = None
+    seq: int | None = None  # the shared log's number of this send; None: a local row (the heartbeat)
+    held: bool = False
+    sent_recorded: bool = True
+
+    @property
+    def ref(self) -> GroupRef | None:
+        """The shared log's group of a row sent under the lease."""
+        return GroupRef(self.route, self.receiver, self.group_key) if self.route is not None else None
 
 
 @dataclass
@@ -64,8 +82,11 @@ class DeliveryReport:
 class Outbox:
     """Queue of notifications per (receiver, group key), persisted in the state DB."""
 
-    def __init__(self, db: StateDB, send_timeout: float = 120.0, jitter: float = 0.0) -> None:
+    def __init__(self, db: StateDB, send_timeout: float = 120.0, jitter: float = 0.0,
+                 coordination: CoordinationService | None = None) -> None:
         self.db = db
+        # No coordination given (a test, a tool): a private single-node lease and log of its own.
+        self.coordination = coordination or service_for(None, db.path)
         # Up to this fraction added to each retry delay, so rows that failed together (a receiver
         # outage) do not all retry in the same second when it returns. The daemon uses 0.2.
         self.jitter = jitter
@@ -76,16 +97,20 @@ class Outbox:
         # could be sent twice.
         self._flush = asyncio.Lock()
 
-    def enqueue(self, receiver: str, notification: Notification, now: datetime) -> str:
-        """Store a notification for a receiver, due now; return its idempotency key."""
-        key = uuid.uuid4().hex
+    def enqueue(self, receiver: str, notification: Notification, now: datetime, key: str | None = None,
+                route: str | None = None, seq: int | None = None, held: bool = False) -> str:
+        """Store a notification for a receiver, due now; return its idempotency key.
+
+        `key` and `seq` come from the shared log's intent (None: a local row under a fresh key); a `held`
+        row waits until a coordinator answers."""
+        key = key or uuid.uuid4().hex
         stored = notification.model_copy(update={"idempotency_key": key})
         with self.db.transaction() as conn:
             conn.execute(
                 "INSERT INTO outbox (receiver, group_key, status, idempotency_key, payload, created_at, "
-                "next_attempt_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                "next_attempt_at, route, seq, held) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (receiver, notification.group_key, notification.status, key, stored.model_dump_json(),
-                 to_db_time(now), to_db_time(now)),
+                 to_db_time(now), to_db_time(now), route, seq, int(held)),
             )
         return key
 
@@ -110,6 +135,25 @@ class Outbox:
         where = "WHERE delivered_at IS NULL" if undelivered_only else ""
         return [_row(r) for r in self.db.query(f"SELECT * FROM outbox {where} ORDER BY id")]
 
+    def holds(self, receiver: str, group_key: str) -> bool:
+        """Whether the group has held rows at this receiver (what follows them is held too, to keep order)."""
+        return bool(self.db.query("SELECT 1 FROM outbox WHERE receiver = ? AND group_key = ? AND held = 1 "
+                                  "AND delivered_at IS NULL LIMIT 1", (receiver, group_key)))
+
+    def _hold_leased(self) -> None:
+        # The lease is gone (lost, or its deadline passed): what this daemon numbered and did not send is
+        # held, so it is sent again only if the shared log lacks it when this daemon holds the lease again.
+        with self.db.transaction() as conn:
+            cur = conn.execute("UPDATE outbox SET held = 1, seq = NULL WHERE delivered_at IS NULL AND held = 0 "
+                               "AND seq IS NOT NULL")
+        if cur.rowcount:
+            log.warning("lease lost with %d notification(s) unsent: held until the shared log says whether "
+                        "another daemon told them", cur.rowcount)
+
+    def held(self) -> int:
+        """Notifications held while no coordinator answered."""
+        return int(self.db.query("SELECT count(*) FROM outbox WHERE delivered_at IS NULL AND held = 1")[0][0])
+
     def depth(self) -> int:
         """Number of notifications not delivered yet."""
         return int(self.db.query("SELECT count(*) FROM outbox WHERE delivered_at IS NULL")[0][0])
@@ -132,6 +176,11 @@ class Outbox:
         """
         async with self._flush:
             report = DeliveryReport()
+            await self.coordination.ensure_private()
+            if self.coordination.keeper.fence() is None:
+                self._hold_leased()
+            if not self.coordination.unreachable:
+                await settle(self, now)
             queues: dict[str, dict[str, list[OutboxRow]]] = {}
             for row in self.rows(undelivered_only=True):
                 queues.setdefault(row.receiver, {}).setdefault(row.group_key, []).append(row)
@@ -147,6 +196,9 @@ class Outbox:
     ) -> None:
         for queue in groups.values():
             for position, row in enumerate(queue):
+                if row.held or (row.seq is not None and not self.coordination.keeper.may_send()):
+                    report.waiting += len(queue) - position  # not ours to send now: no attempt, no backoff
+                    break
                 if row.next_attempt_at > now and not ignore_backoff:
                     report.waiting += len(queue) - position
                     break
@@ -157,11 +209,22 @@ class Outbox:
     async def _deliver_row(
         self, notifier: Notifier | None, row: OutboxRow, now: datetime, report: DeliveryReport
     ) -> bool:
-        thread = self.thread(row.receiver, row.group_key)
+        thread = await self._thread(row)
+        keeper = self.coordination.keeper
         try:
             if notifier is None:
                 raise LookupError("no receiver of that name in the config (kept until it returns)")
-            ref = await asyncio.wait_for(notifier.send(row.notification, thread), self.send_timeout)
+            send = asyncio.wait_for(notifier.send(row.notification, thread), self.send_timeout)
+            if row.seq is None:  # a local row (each daemon's own heartbeat): outside the lease
+                ref = await send
+            else:
+                ref = await keeper.send_within(send, f"send {row.seq} of {row.ref}")
+        except LeaseLost as exc:
+            # Not a failure of the receiver: the row waits, unattempted, for whoever holds the lease.
+            log.warning("notification %s to %r (group %s) left queued: %s", row.idempotency_key, row.receiver,
+                        row.group_key, exc)
+            report.waiting += 1
+            return False
         except Exception as exc:  # any failure of any receiver: keep the row, retry later
             attempts = row.attempts + 1
             retry_at = now + _retry_delay(exc, attempts) * (1 + random.uniform(0, self.jitter))
@@ -198,7 +261,22 @@ class Outbox:
                     (row.receiver, row.group_key, ref.model_dump_json(), to_db_time(now)),
                 )
         report.delivered += 1
+        if row.seq is not None:
+            await record_delivery(self, row, ref)
         return True
+
+    async def _thread(self, row: OutboxRow) -> ThreadRef | None:
+        # The shared log's thread first: a Slack thread or mail thread one daemon opened, another continues.
+        ref = row.ref
+        if ref is not None and row.seq is not None:
+            try:
+                group = await self.coordination.coordinator.log_group(ref)
+            except CoordinatorUnavailable:
+                group = None
+            shared = group.receiver_data.get("thread") if group is not None else None
+            if shared:
+                return ThreadRef.model_validate(shared)
+        return self.thread(row.receiver, row.group_key)
 
 
 def _retry_delay(exc: Exception, attempts: int) -> timedelta:
@@ -218,4 +296,6 @@ def _row(r) -> OutboxRow:
         idempotency_key=r["idempotency_key"], notification=Notification.model_validate_json(r["payload"]),
         created_at=from_db_time(r["created_at"]), next_attempt_at=from_db_time(r["next_attempt_at"]),
         attempts=r["attempts"], last_error=r["last_error"], delivered_at=from_db_time(r["delivered_at"]),
+        route=r["route"], seq=r["seq"], held=bool(r["held"]), sent_recorded=bool(r["sent_recorded"]),
     )
+

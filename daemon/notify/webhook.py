@@ -35,6 +35,9 @@ def alertmanager_payload(receiver: str, n: Notification, external_url: str = "",
     return {
         "version": "4",
         "groupKey": n.group_key,
+        # The same on every daemon for the same send (derived from the shared log): a receiver that sees
+        # a key twice got one notification twice (a retry after a crash or a failover).
+        "idempotencyKey": n.idempotency_key,
         "truncatedAlerts": 0,
         "status": n.status,
         "receiver": receiver,
@@ -119,7 +122,7 @@ class WebhookNotifier:
     async def send(self, notification: Notification, thread: ThreadRef | None) -> ThreadRef | None:
         """POST the Alertmanager-shaped JSON; waits out one short Retry-After itself."""
         body = alertmanager_payload(self.name, notification, self.external_url, self.rules)
-        headers = {"User-Agent": "rocketwatch"}
+        headers = {"User-Agent": "rocketwatch", "Idempotency-Key": notification.idempotency_key}
         if self._bearer:
             headers["Authorization"] = f"Bearer {self._bearer}"
         for attempt in (1, 2):

@@ -21,6 +21,7 @@ class WebhookServer:
         self.token = token
         self.bodies: list[dict[str, Any]] = []
         self.statuses: list[int] = []
+        self.keys: list[str | None] = []  # the Idempotency-Key header of each accepted POST
         self._lock = threading.Lock()
         self._failures: list[tuple[int, int | None]] = []
         self._httpd: ThreadingHTTPServer | None = None
@@ -55,7 +56,7 @@ class WebhookServer:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    def _answer(self, auth: str | None, body: bytes) -> tuple[int, dict[str, str]]:
+    def _answer(self, auth: str | None, body: bytes, key: str | None = None) -> tuple[int, dict[str, str]]:
         with self._lock:
             if self._failures:
                 status, retry_after = self._failures.pop(0)
@@ -65,6 +66,7 @@ class WebhookServer:
                 self.statuses.append(401)
                 return 401, {}
             self.bodies.append(json.loads(body))
+            self.keys.append(key)
             self.statuses.append(200)
             return 200, {}
 
@@ -73,7 +75,8 @@ def _handler(server: WebhookServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:  # noqa: N802 (http.server's hook name)
             body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-            status, headers = server._answer(self.headers.get("Authorization"), body)
+            status, headers = server._answer(self.headers.get("Authorization"), body,
+                                             self.headers.get("Idempotency-Key"))
             payload = b'{"status":"ok"}' if status == 200 else b'{"error":"refused"}'
             self.send_response(status)
             for name, value in headers.items():

@@ -6,6 +6,7 @@ the same state file); times are explicit, so every decision is exact.
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -49,7 +50,7 @@ class Daemonish:
         """One evaluation at T0 + seconds; (receiver, alertnames, reason) of what is queued."""
         now = T0 + timedelta(seconds=seconds)
         events = self.tracker.update(TIMINGS, findings, now)
-        queued = self.dispatcher.dispatch(events, self.tracker.active_alerts(), now)
+        queued = asyncio.run(self.dispatcher.dispatch(events, self.tracker.active_alerts(), now))
         return [(receiver, ",".join(sorted({a.rule for a in n.alerts})), n.reason) for receiver, n in queued]
 
 

@@ -225,3 +225,27 @@ def test_an_ha_daemon_reaches_postgres_with_the_password_from_its_credential(
         await coordinator.close()
 
     asyncio.run(main())
+
+
+def test_a_slow_send_goes_on_while_renewals_move_the_deadline_and_is_cut_once_they_stop(connect: Connect) -> None:
+    async def scenario(clock: ManualClock, a: Coordinator, b: Coordinator) -> None:
+        ka, _ = keepers(clock, a, b)
+        await hold_and_send(clock, ka)
+        started, answer = asyncio.Event(), asyncio.Event()
+
+        async def slow_receiver() -> str:
+            started.set()
+            await answer.wait()  # e.g. slack-sdk waiting out a Retry-After
+            return "ts-9"
+
+        sending = asyncio.create_task(ka.send_within(slow_receiver(), "slack post"))
+        await started.wait()
+        for _ in range(4):  # 20 s: past the deadline it started under, renewed all along
+            clock.advance(ka.timing.renew_every)
+            assert await ka.renew()
+            await asyncio.sleep(0)
+        assert not sending.done(), "a holder that keeps its lease lets a slow receiver answer"
+        answer.set()
+        assert await sending == "ts-9"
+
+    run_pair(connect, scenario)

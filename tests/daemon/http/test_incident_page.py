@@ -4,6 +4,7 @@ incident book let go says so."""
 
 from __future__ import annotations
 
+import asyncio
 import html
 import re
 from datetime import timedelta
@@ -63,7 +64,9 @@ def test_a_resolved_incident_keeps_its_page_past_the_status_pages_hour(tmp_path:
     # It resolves (an hour and more ago: the status page's list is the last hour); its own page still shows it.
     events = daemon.tracker.update({"BigCache": RuleTiming("BigCache"), "SlowPull": RuleTiming("SlowPull")}, [],
                                    n.created_at + timedelta(minutes=1))
-    daemon.dispatcher.dispatch(events, daemon.tracker.active_alerts(), n.created_at + timedelta(minutes=1))
+    later = n.created_at + timedelta(minutes=1)
+    asyncio.run(daemon.incidents.advance(events, daemon.tracker.active_alerts(), later))
+    asyncio.run(daemon.dispatcher.dispatch(events, daemon.tracker.active_alerts(), later))
     assert daemon.incidents.get(n.incident.id).resolved_at is not None
 
     async def scenario(http: aiohttp.ClientSession, base: str, daemon: Daemon) -> None:

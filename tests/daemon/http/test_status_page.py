@@ -58,8 +58,10 @@ def make_daemon(tmp_path: Path, http_extra: str = "") -> Daemon:
     at = now - timedelta(minutes=5)
     events = daemon.tracker.update({"BigCache": RuleTiming("BigCache"),
                                     "SlowPull": RuleTiming("SlowPull", for_=timedelta(hours=1))}, [firing, pending], at)
-    # As each evaluation does: the dispatcher files the firing alert into its incident (the pending one waits).
-    daemon.dispatcher.dispatch(events, daemon.tracker.active_alerts(), at)
+    # As each evaluation does: the incident book files the firing alert into its incident (the pending one
+    # waits), then the dispatcher reads it.
+    asyncio.run(daemon.incidents.advance(events, daemon.tracker.active_alerts(), at))
+    asyncio.run(daemon.dispatcher.dispatch(events, daemon.tracker.active_alerts(), at))
     daemon.cycles.appendleft(CycleRecord("collect", "prod", now, 0.42, 1234, 2))
     daemon.cycles.appendleft(CycleRecord("evaluate", "rules", now, 1.5, 2, 0))
     daemon.collector_health["prod"] = [
@@ -412,7 +414,8 @@ def make_linked_daemon(tmp_path: Path) -> Daemon:
                                   (6, [_big("orders"), blocked, slow])):
         at = now - timedelta(minutes=minutes_ago)
         events = daemon.tracker.update(TIMINGS, findings, at)
-        daemon.dispatcher.dispatch(events, daemon.tracker.active_alerts(), at)
+        asyncio.run(daemon.incidents.advance(events, daemon.tracker.active_alerts(), at))
+        asyncio.run(daemon.dispatcher.dispatch(events, daemon.tracker.active_alerts(), at))
     return daemon
 
 
@@ -509,7 +512,9 @@ def test_the_incidents_gauge_counts_open_and_resolved_incidents(tmp_path: Path) 
                                  'rocketwatch_incidents{cluster="prod",state="resolved"} 2.0']
         # When the last alert resolves, the incident leaves the open count at the next scrape.
         at = datetime.now(UTC)
-        daemon.dispatcher.dispatch(daemon.tracker.update(TIMINGS, [], at), daemon.tracker.active_alerts(), at)
+        events = daemon.tracker.update(TIMINGS, [], at)
+        await daemon.incidents.advance(events, daemon.tracker.active_alerts(), at)
+        await daemon.dispatcher.dispatch(events, daemon.tracker.active_alerts(), at)
         async with http.get(f"{base}/metrics") as r:
             exposition = await r.text()
         assert 'rocketwatch_incidents{cluster="prod",state="open"} 0.0' in exposition

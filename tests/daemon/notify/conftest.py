@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -51,7 +52,13 @@ class Cycle:
     def run(self, findings: list[Finding], now: datetime):
         """One evaluation: advance the tracker and queue notifications; return what was queued."""
         events = self.tracker.update(TIMINGS, findings, now)
-        return self.dispatcher.dispatch(events, self.tracker.active_alerts(), now)
+        return asyncio.run(self.arun(findings, now, events))
+
+    async def arun(self, findings: list[Finding], now: datetime, events=None):
+        """run() from a test that is itself a coroutine."""
+        if events is None:
+            events = self.tracker.update(TIMINGS, findings, now)
+        return await self.dispatcher.dispatch(events, self.tracker.active_alerts(), now)
 
 
 @pytest.fixture

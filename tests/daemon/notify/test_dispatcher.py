@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
+import io
+from datetime import timedelta
+
+from daemon.notify.console import ConsoleNotifier
+from daemon.notify.routing import Route, Router, _Node
 from tests.daemon.notify.conftest import Cycle, at, span
 
 
@@ -65,3 +71,22 @@ def test_group_by_a_label_missing_from_the_alert(db):
     cycle = Cycle(db, ["slack"], group_by=["alertname", "region"])
     ((_, n),) = cycle.run([span()], at(0))
     assert n.group_key == '{alertname="ProcessQueueSpanTooLong",region=""}'
+
+
+def test_a_group_firing_again_after_its_resolve_was_told_is_a_first_message_after_its_group_wait(db):
+    cycle = Cycle(db, ["console"])
+    route = Route("route.receivers[console]", "console", ("alertname", "cluster", "group"),
+                  group_wait=timedelta(seconds=30))
+    cycle.dispatcher.router = Router(_Node(None, children=[_Node(route, continue_=True)]))
+    notifiers = {"console": ConsoleNotifier("console", io.StringIO())}
+
+    def run(findings, seconds):
+        queued = cycle.run(findings, at(seconds))
+        asyncio.run(cycle.outbox.deliver_due(notifiers, at(seconds)))
+        return [n.reason for _, n in queued]
+
+    assert run([span()], 0) == []  # its group_wait
+    assert run([span()], 30) == ["first"]
+    assert run([], 60) == ["resolved"]
+    assert run([span()], 90) == [], "a new message: it waits its group_wait again"
+    assert run([span()], 120) == ["first"]

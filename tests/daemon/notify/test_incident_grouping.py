@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -43,7 +44,8 @@ class Cycle:
 
     def run(self, minutes: float, *findings: Finding):
         events = self.tracker.update(TIMINGS, list(findings), at(minutes))
-        return [n for _, n in self.dispatcher.dispatch(events, self.tracker.active_alerts(), at(minutes))]
+        self.incidents.update(events, self.tracker.active_alerts(), at(minutes))
+        return [n for _, n in asyncio.run(self.dispatcher.dispatch(events, self.tracker.active_alerts(), at(minutes)))]
 
 
 @pytest.fixture

@@ -115,7 +115,8 @@ class Pipeline:
         now = at(seconds)
         events = self.tracker.update(TIMINGS, list(findings), now)
         self.actions.close_resolved(self.tracker.active_alerts(), self.silences, now, self.incidents)
-        return [n for _, n in self.dispatcher.dispatch(events, self.tracker.active_alerts(), now)]
+        self.incidents.update(events, self.tracker.active_alerts(), now)
+        return [n for _, n in asyncio.run(self.dispatcher.dispatch(events, self.tracker.active_alerts(), now))]
 
     def deliver(self, notifiers, seconds: float):
         return asyncio.run(self.outbox.deliver_due(notifiers, at(seconds)))
@@ -471,10 +472,12 @@ def test_webhook_keeps_one_group_key_and_carries_the_incident_beside_alertmanage
     pipeline = Pipeline(db, ["hook"])
     with WebhookServer() as hook:
         play(pipeline, CONSEQUENCE_FIRST, build_notifiers([WebhookReceiver(type="webhook", name="hook", url=hook.url)], {}))
-        bodies = list(hook.bodies)
+        bodies, keys = list(hook.bodies), list(hook.keys)
     assert len(bodies) == 6 and len({b["groupKey"] for b in bodies}) == 1
+    # Each send its own idempotency key, in the header and the body alike (a retry would repeat it).
+    assert [b["idempotencyKey"] for b in bodies] == keys and len(set(keys)) == 6
     v4 = {"version", "groupKey", "truncatedAlerts", "status", "receiver", "groupLabels", "commonLabels",
-          "commonAnnotations", "externalURL", "alerts", "rocketwatch"}
+          "commonAnnotations", "externalURL", "alerts", "rocketwatch", "idempotencyKey"}
     assert all(set(b) == v4 and b["version"] == "4" for b in bodies)
     assert all(set(a) == {"status", "labels", "annotations", "startsAt", "endsAt", "generatorURL", "fingerprint"}
                for b in bodies for a in b["alerts"])

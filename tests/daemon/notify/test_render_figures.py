@@ -54,7 +54,7 @@ def queue(db, receiver: str) -> Outbox:
     dispatcher = Dispatcher(outbox, [receiver], ["alertname", "cluster", "group"], None, ())
     events = tracker.update({f.rule: RuleTiming(f.rule) for f in (FAILING, DEGRADED, SLOW)},
                             [FAILING, DEGRADED, SLOW], at(0))
-    assert len(dispatcher.dispatch(events, tracker.active_alerts(), at(0))) == 3
+    assert len(asyncio.run(dispatcher.dispatch(events, tracker.active_alerts(), at(0)))) == 3
     return outbox
 
 
@@ -109,7 +109,8 @@ def test_an_incident_page_states_figures_as_the_rules_define_them(db, rules):
     dispatcher = Dispatcher(outbox, ["console"], ["incident"], None, (), incidents=incidents)
     events = tracker.update({f.rule: RuleTiming(f.rule) for f in (FAILING, DEGRADED, SLOW)},
                             [FAILING, DEGRADED, SLOW], at(0))
-    sent = [n for _, n in dispatcher.dispatch(events, tracker.active_alerts(), at(0))]
+    incidents.update(events, tracker.active_alerts(), at(0))
+    sent = [n for _, n in asyncio.run(dispatcher.dispatch(events, tracker.active_alerts(), at(0)))]
     assert sorted(len(n.alerts) for n in sent) == [1, 2] and all(n.incident is not None for n in sent)
     assert "Also firing here:" in "".join(render.text(n, rules) for n in sent)
     assert_figures_as_the_rules_define_them(by_rule([render.text(n, rules) for n in sent]))

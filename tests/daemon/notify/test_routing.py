@@ -3,6 +3,7 @@ who gets which alert, when a group is sent, when it is held, and that restarts c
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime
 
 import pytest
@@ -110,7 +111,7 @@ class Cycle:
     def run(self, findings, now) -> list[tuple[str, str, int]]:
         timings = {RULE: RuleTiming(RULE), HEARTBEAT: RuleTiming(HEARTBEAT)}
         events = self.tracker.update(timings, findings, now)
-        queued = self.dispatcher.dispatch(events, self.tracker.active_alerts(), now)
+        queued = asyncio.run(self.dispatcher.dispatch(events, self.tracker.active_alerts(), now))
         return [(receiver, n.reason, len(n.firing)) for receiver, n in queued]
 
 

@@ -163,7 +163,7 @@ def test_a_new_group_gets_a_chart_of_its_worst_alert_in_the_thread(db, slack):
         cycle.tracker.update(TIMINGS_FOR, [span(queue=3, value=value), span(queue=5, value=1100)], at(30 * i))
         history.record(cycle.tracker.active_alerts(), at(30 * i))
     events = cycle.tracker.update(TIMINGS_FOR, [span(queue=3, value=3626), span(queue=5, value=1100)], at(120))
-    cycle.dispatcher.dispatch(events, cycle.tracker.active_alerts(), at(120))
+    asyncio.run(cycle.dispatcher.dispatch(events, cycle.tracker.active_alerts(), at(120)))
     asyncio.run(cycle.outbox.deliver_due(notifier, at(120)))
 
     (post,) = slack.calls_to("chat.postMessage")
@@ -174,7 +174,7 @@ def test_a_new_group_gets_a_chart_of_its_worst_alert_in_the_thread(db, slack):
 
     # An update of the same group (resolve) uploads nothing more.
     events = cycle.tracker.update(TIMINGS_FOR, [], at(150))
-    cycle.dispatcher.dispatch(events, cycle.tracker.active_alerts(), at(150))
+    asyncio.run(cycle.dispatcher.dispatch(events, cycle.tracker.active_alerts(), at(150)))
     asyncio.run(cycle.outbox.deliver_due(notifier, at(150)))
     assert len(slack.uploads) == 1
 
@@ -185,7 +185,7 @@ def test_a_failing_chart_upload_does_not_fail_the_notification(db, slack):
         cycle.tracker.update(TIMINGS_FOR, [span(value=1500 + i)], at(30 * i))
         history.record(cycle.tracker.active_alerts(), at(30 * i))
     events = cycle.tracker.update(TIMINGS_FOR, [span(value=1600)], at(120))
-    cycle.dispatcher.dispatch(events, cycle.tracker.active_alerts(), at(120))
+    asyncio.run(cycle.dispatcher.dispatch(events, cycle.tracker.active_alerts(), at(120)))
     posted = len(slack.calls_to("chat.postMessage"))
     original = slack._answer
 

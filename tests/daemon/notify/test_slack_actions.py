@@ -87,7 +87,7 @@ class Harness:
 
     async def evaluate(self, findings, now) -> list:
         self.now = now
-        queued = self.cycle.run(findings, now)
+        queued = await self.cycle.arun(findings, now)
         self.actions.close_resolved(self.cycle.tracker.active_alerts(), self.silences, now)
         await self.cycle.outbox.deliver_due(self.notifiers, now)
         return queued

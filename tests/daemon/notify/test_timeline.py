@@ -73,7 +73,7 @@ class Timeline:
     def cycle(self, findings: list[Finding], now: datetime):
         """One evaluation and one delivery round; returns the delivery report."""
         events = self.tracker.update(TIMINGS, findings, now)
-        self.dispatcher.dispatch(events, self.tracker.active_alerts(), now)
+        asyncio.run(self.dispatcher.dispatch(events, self.tracker.active_alerts(), now))
         return asyncio.run(self.outbox.deliver_due(self.notifiers, now))
 
     def deliver(self, now: datetime):

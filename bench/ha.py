@@ -1,0 +1,190 @@
+"""Benchmark: two daemons, one notification — every alert change told once through the holder's failures.
+
+Two daemons in one process (own state files, trackers, outboxes, dispatchers; tests/daemon/coordination/
+ha_world.py), one PostgreSQL (Debian's binaries, tests/helpers/postgres.py), the Slack stand-in and a
+webhook receiver on loopback, one manual clock stepped every 5 s (evaluation = renewal interval).
+BENCH_GROUPS consumer groups (default 26) each fire two queues and resolve them, twice: 8 alert changes
+per group (208 by default). Each scenario disrupts the holder at t = 160 s. Writes bench/results/ha.{json,md}.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import statistics
+import sys
+import tempfile
+from collections import Counter
+from contextlib import ExitStack
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.report import run_facts, write_results  # noqa: E402
+from daemon.notify.model import Notification, ThreadRef  # noqa: E402
+from tests.daemon.coordination.ha_world import START, Node, World, end, world  # noqa: E402
+from tests.helpers.postgres import PostgresServer, find_bindir  # noqa: E402
+from tests.helpers.tcp_proxy import TcpProxy  # noqa: E402
+
+DISRUPT, RECOVER, WAKE = 160.0, 250.0, 265.0
+
+
+@dataclass
+class Sent:
+    """One notification a receiver accepted: from which daemon, when, and whether that daemon was stale."""
+
+    node: str
+    receiver: str
+    at: datetime
+    notification: Notification
+    stale: bool
+
+
+class Recording:
+    """A notifier that records each accepted send (the receiver's key and what it told)."""
+
+    def __init__(self, inner, node: Node, receiver: str, world_: World, log: list[Sent]) -> None:
+        self.inner, self.node, self.receiver, self.world, self.log = inner, node, receiver, world_, log
+
+    async def send(self, notification: Notification, thread: ThreadRef | None) -> ThreadRef | None:
+        """Send through the real notifier, then record it."""
+        ref = await self.inner.send(notification, thread)
+        mine = self.node.keeper.epoch
+        newer = any(o.keeper.epoch is not None and (mine is None or o.keeper.epoch > mine)
+                    for o in self.world.nodes if o is not self.node)
+        self.log.append(Sent(self.node.name, self.receiver, self.world.clock.now, notification,
+                             stale=not self.node.keeper.may_send() or newer))
+        return ref
+
+
+async def _kill(w: World, t: float) -> None:
+    if t == DISRUPT:
+        w.nodes[0].running = False
+
+
+async def _pause(w: World, t: float) -> None:
+    a = w.nodes[0]
+    if t == DISRUPT:
+        a.running = False
+    if t == WAKE:  # woken: it delivers before it renews
+        await a.step(w.clock.now, renew_first=False)
+        a.running = True
+
+
+def _between(action_at_disrupt, action_at_recover):
+    async def during(w: World, t: float) -> None:
+        if t == DISRUPT:
+            action_at_disrupt()
+        if t == RECOVER:
+            action_at_recover()
+    return during
+
+
+async def _nothing(w: World, t: float) -> None:
+    return None
+
+
+def scenarios(server: PostgresServer, proxy: TcpProxy):
+    """(name, disruption, whether node A reaches PostgreSQL through the proxy)."""
+    return [
+        ("steady state", _nothing, False),
+        ("daemons cut from each other only (they share no link: steady state)", _nothing, False),
+        ("holder killed (kill -9)", _kill, False),
+        ("holder paused past its ttl (SIGSTOP, SIGCONT at +105 s)", _pause, False),
+        ("holder cut from PostgreSQL (black-holed 90 s; receivers reachable)",
+         _between(proxy.blackhole, proxy.restore), True),
+        ("PostgreSQL stopped 90 s and started", _between(server.stop, server.start), False),
+    ]
+
+
+async def play(w: World, during) -> None:
+    """Run the timeline to its end with the disruption."""
+    await w.open()
+    try:
+        await w.run_until(end(w.groups), lambda t: during(w, t))
+    finally:
+        await w.close()
+
+
+def figures(w: World, sent: list[Sent], disrupted: bool) -> dict[str, object]:
+    """notified, lost, duplicates (per receiver key and per change), stale-holder sends, failover delays."""
+    expected_per_receiver = 8 * w.groups
+    told: Counter[tuple[str, str, str, datetime | None]] = Counter()
+    keys: Counter[tuple[str, str]] = Counter()
+    delays: list[float] = []
+    for s in sent:
+        keys[(s.receiver, s.notification.idempotency_key)] += 1
+        for change in s.notification.changes:
+            alert = s.notification.alert(change.fingerprint)
+            fired = alert.fired_at if alert is not None else None
+            told[(s.receiver, change.kind, change.fingerprint, fired)] += 1
+            happened = (alert.resolved_at if change.kind == "resolved" else alert.fired_at) if alert else None
+            if happened is not None and s.receiver == "hook" and disrupted \
+                    and (happened - START).total_seconds() >= DISRUPT:
+                delays.append((s.at - happened).total_seconds())
+    notified = len(told)
+    lost = 2 * expected_per_receiver - notified
+    duplicates = sum(n - 1 for n in keys.values()) + sum(n - 1 for n in told.values())
+    delays = [d for d in delays if d > 0] or [0.0]
+    delays.sort()
+    return {"notified": notified, "lost": lost, "duplicates": duplicates, "disrupted": disrupted,
+            "stale_holder_sends": sum(1 for s in sent if s.stale),
+            "failover_s": {"p50": statistics.median(delays), "p95": delays[int(0.95 * (len(delays) - 1))],
+                           "max": delays[-1]}}
+
+
+def main() -> None:
+    """Run every scenario, print and save the table."""
+    groups = int(os.environ.get("BENCH_GROUPS", "26"))
+    bindir = find_bindir()
+    if bindir is None:
+        raise SystemExit("no PostgreSQL server binaries under /usr/lib/postgresql/<version>/bin: apt-get install postgresql")
+    server = PostgresServer(bindir)
+    results: dict[str, dict[str, object]] = {}
+    try:
+        server.init()
+        server.start()
+        with TcpProxy("127.0.0.1", server.port) as proxy:
+            for name, during, via_proxy in scenarios(server, proxy):
+                if not server.running:
+                    server.start()
+                dsn = server.dsn(server.create_database())
+                with ExitStack() as stack, tempfile.TemporaryDirectory() as tmp:
+                    w = world(stack, groups)
+                    sent: list[Sent] = []
+                    a = w.add("node-a", Path(tmp), dsn.replace(f"port={server.port}", f"port={proxy.port}")
+                              if via_proxy else dsn)
+                    b = w.add("node-b", Path(tmp), dsn)
+                    for node in (a, b):
+                        node.notifiers = {r: Recording(n, node, r, w, sent) for r, n in node.notifiers.items()}
+                    asyncio.run(play(w, during))
+                results[name] = figures(w, sent, during is not _nothing)
+                print(name, results[name], flush=True)
+    finally:
+        server.remove()
+    facts = run_facts()
+    changes = 8 * groups
+    lines = [f"# Two daemons, one notification ({changes} alert changes x 2 receivers per scenario)", "",
+             f"{facts['when']}, {facts['machine']}, load {facts['load_average_1m']}. Lease ttl 15 s, renew every 5 s, "
+             "margin 3 s; both daemons evaluate every 5 s on one manual clock; the holder is disrupted at t = 160 s. "
+             "Receivers: the Slack stand-in and a webhook receiver; PostgreSQL on loopback (fsync off).", "",
+             "`notified`: distinct alert changes told, summed over both receivers (expected "
+             f"{2 * changes}); `duplicates`: sends whose receiver key (Slack message metadata key, webhook "
+             "Idempotency-Key) was seen before, plus changes told twice; `stale-holder sends`: sends by a daemon "
+             "past its lease deadline or after another took a newer epoch; `failover`: seconds from an alert "
+             "change at or after the disruption to its notification (changes told at once excluded).", "",
+             "| scenario | notified | lost | duplicates | stale-holder sends | failover p50 / p95 / max (s) |",
+             "|---|---|---|---|---|---|"]
+    for name, r in results.items():
+        f = r["failover_s"]
+        failover = f"{f['p50']:.0f} / {f['p95']:.0f} / {f['max']:.0f}" if r["disrupted"] else "—"
+        lines.append(f"| {name} | {r['notified']} | {r['lost']} | {r['duplicates']} | {r['stale_holder_sends']} | "
+                     f"{failover} |")
+    write_results("ha", {**facts, "groups": groups, "alert_changes": changes, "lease": {"ttl_s": 15, "renew_s": 5,
+                  "margin_s": 3}, "results": results}, "\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    main()

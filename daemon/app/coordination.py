@@ -1,0 +1,41 @@
+"""The daemon's coordination service (daemon/coordination) as the daemon runs it: built with the state,
+and its lease on /metrics: who sends, at which epoch, and how many notifications wait held."""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Gauge
+
+from config.models import RocketwatchConfig
+from daemon.coordination.factory import service_for
+from daemon.coordination.incident_ids import IncidentIds
+from daemon.coordination.service import CoordinationService
+from daemon.notify.outbox import Outbox
+
+
+def coordination_for(config: RocketwatchConfig) -> CoordinationService:
+    """PostgreSQL and a shared lease with an `ha:` section; else the state file's private single-node lease."""
+    return service_for(config.ha, config.state_dir / "state.db")
+
+
+def incident_ids(outbox: Outbox) -> IncidentIds:
+    """The shared incident table on the outbox's coordinator, claimed in this daemon's name."""
+    service = outbox.coordination
+    return IncidentIds(service.coordinator, service.keeper.holder)
+
+
+class HaMetrics:
+    """rocketwatch_ha_*: the lease as this daemon sees it and the notifications it holds."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.holder = Gauge("rocketwatch_ha_holder", "1 while this daemon holds the dispatch lease", registry=registry)
+        self.epoch = Gauge("rocketwatch_ha_lease_epoch", "The dispatch lease's epoch as last seen", registry=registry)
+        self.held = Gauge("rocketwatch_ha_held_notifications",
+                          "Notifications held because no coordinator answered (sent or dropped once one does)",
+                          registry=registry)
+
+    def observe(self, outbox: Outbox) -> None:
+        """Read the lease and the outbox now (at scrape time)."""
+        status = outbox.coordination.status()
+        self.holder.set(1 if status.holding else 0)
+        self.epoch.set(status.epoch or 0)
+        self.held.set(outbox.held())
