@@ -76,7 +76,8 @@ class Daemon:
         self.scheduler = AsyncIOScheduler(timezone="UTC")
         self.schedule = Schedule(self.scheduler, JobRuns(
             tracked=self._tracked, collect=self.collect_once, evaluate=self._evaluate_on_schedule,
-            dispatch=self.dispatch_once, maintain=self.maintain_once))
+            dispatch=self.dispatch_once, maintain=self.maintain_once,
+            last_evaluation=lambda: self._evaluator.last_cycle if self._evaluator is not None else ""))
         self._evaluator = None
         self._http = None
         self._slack_listeners: list[SlackActionListener] = []

@@ -45,6 +45,8 @@ class JobRuns:
     evaluate: Callable[[], Awaitable[None]]
     dispatch: Callable[[], Awaitable[None]]
     maintain: Callable[[], Awaitable[None]]
+    # How the last evaluation went ("loaded the saved state; folded 2 cycle(s)", "rebuilt (...)"), for the log.
+    last_evaluation: Callable[[], str] = lambda: ""
 
 
 class Schedule:
@@ -100,8 +102,9 @@ class Schedule:
             self.scheduler.add_job(self.runs.tracked, "interval", args=[self.runs.evaluate], id=EVALUATE,
                                    seconds=interval.total_seconds(), next_run_time=start, replace_existing=True,
                                    **_JOB_OPTIONS)
-            log.info("first evaluation done in %.1fs (it rebuilt the kept state from the store); evaluating "
-                     "every %s from %s", time.monotonic() - started, format_duration(interval), start.strftime("%H:%M:%S"))
+            how = self.runs.last_evaluation()
+            log.info("first evaluation done in %.1fs%s; evaluating every %s from %s", time.monotonic() - started,
+                     f" ({how})" if how else "", format_duration(interval), start.strftime("%H:%M:%S"))
 
     def _next_collection(self, clusters: Iterable[ClusterConfig]) -> datetime | None:
         jobs = [self.scheduler.get_job(collect_job_id(c.name)) for c in clusters]
