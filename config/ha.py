@@ -16,24 +16,12 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from datetime import timedelta
-from typing import Annotated, Any
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from config.durations import Duration
 from config.receivers import secret_value
-from rules.durations import parse_duration
-
-
-def _duration(value: Any) -> Any:
-    if isinstance(value, str):
-        return parse_duration(value)
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return timedelta(seconds=value)
-    return value
-
-
-Seconds = Annotated[timedelta, BeforeValidator(_duration)]
 
 
 def conninfo_fields(connection: str) -> dict[str, str]:
@@ -52,9 +40,9 @@ class LeaseConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    ttl: Seconds = Field(default=timedelta(seconds=15), description="how long a claim lasts on the coordinator")
-    renew_every: Seconds = Field(default=timedelta(seconds=5), description="how often the holder renews (ttl/3)")
-    margin: Seconds = Field(default=timedelta(seconds=3),
+    ttl: Duration = Field(default=timedelta(seconds=15), description="how long a claim lasts on the coordinator")
+    renew_every: Duration = Field(default=timedelta(seconds=5), description="how often the holder renews (ttl/3)")
+    margin: Duration = Field(default=timedelta(seconds=3),
                             description="the holder stops dispatching this long before its ttl runs out")
 
     @model_validator(mode="after")
@@ -79,7 +67,7 @@ class HaConfig(BaseModel):
     node: str | None = Field(default=None, min_length=1, max_length=100,
                              description="this daemon's name in the lease and on status pages; default the host name")
     lease: LeaseConfig = Field(default_factory=LeaseConfig)
-    timeout: Seconds = Field(default=timedelta(seconds=5),
+    timeout: Duration = Field(default=timedelta(seconds=5),
                              description="a coordinator call unanswered this long counts as the coordinator away")
 
     @field_validator("connection")

@@ -5,12 +5,11 @@ from __future__ import annotations
 import re
 from datetime import timedelta
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from pydantic import (
     BaseModel,
-    BeforeValidator,
     ConfigDict,
     Field,
     SecretStr,
@@ -18,6 +17,7 @@ from pydantic import (
     model_validator,
 )
 
+from config.durations import Duration
 from config.ha import HaConfig
 from config.matchers import parse_matcher
 from config.name_filter import NameFilter, Selection, compile_pattern
@@ -25,21 +25,10 @@ from config.native_metrics import NativeMetricsConfig
 from config.receivers import ReceiverConfig
 from config.routing import HeartbeatConfig, RouteConfig, TimeIntervalConfig
 from config.zones import iana_zone, zone_of
-from rules.durations import Size, parse_duration
+from rules.durations import Size
 from rules.overrides import RuleOverride
 
 _ADDR = re.compile(r"^[A-Za-z0-9_.\-\[\]:]+:\d{1,5}$")
-
-
-def _duration(value: Any) -> Any:
-    if isinstance(value, str):
-        return parse_duration(value)
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return timedelta(seconds=value)
-    return value
-
-
-Duration = Annotated[timedelta, BeforeValidator(_duration)]
 
 
 class _Strict(BaseModel):

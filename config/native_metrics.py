@@ -9,22 +9,14 @@ a proxy or a broker on another port is given by explicit URL.
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Annotated, Any, Literal
+from typing import Literal
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from rules.durations import parse_duration
+from config.durations import Duration
 
 DEFAULT_PORT = 5557  # metricsPromExporterPort's default
-
-
-def _seconds(value: Any) -> Any:
-    if isinstance(value, str):
-        return parse_duration(value)
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return timedelta(seconds=value)
-    return value
 
 
 class NativeMetricsConfig(BaseModel):
@@ -46,7 +38,7 @@ class NativeMetricsConfig(BaseModel):
         description="explicit pages (a proxy, or a broker on another host or port), scraped besides the brokers",
     )
     brokers: bool = Field(default=True, description="scrape <broker host>:<port>; false: only the explicit urls")
-    timeout: Annotated[timedelta, BeforeValidator(_seconds)] = Field(
+    timeout: Duration = Field(
         default=timedelta(seconds=5), description="for one page"
     )
     username: str | None = Field(default=None, description="basic auth user; the password comes from password_env")
