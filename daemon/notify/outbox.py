@@ -22,11 +22,12 @@ from datetime import datetime, timedelta
 from daemon.alerts.db import StateDB, from_db_time, to_db_time
 from daemon.coordination.factory import service_for
 from daemon.coordination.lease import LeaseLost
-from daemon.coordination.model import CoordinatorUnavailable, GroupRef
+from daemon.coordination.model import CoordinatorUnavailable
 from daemon.coordination.service import CoordinationService
 from daemon.notify.errors import DeliveryError
 from daemon.notify.model import Notification, Notifier, ThreadRef
 from daemon.notify.outbox_held import record_delivery, settle
+from daemon.notify.outbox_row import OutboxRow
 
 log = logging.getLogger(__name__)
 
@@ -37,32 +38,6 @@ BACKOFF_MAX = timedelta(minutes=5)
 def backoff(attempts: int) -> timedelta:
     """Wait before the next try after `attempts` failed ones: 5 s, 10 s, 20 s ... at most 5 min."""
     return min(BACKOFF_FIRST * 2 ** max(attempts - 1, 0), BACKOFF_MAX)
-
-
-@dataclass(frozen=True)
-class OutboxRow:
-    """One queued notification, as stored."""
-
-    id: int
-    receiver: str
-    group_key: str
-    status: str
-    idempotency_key: str
-    notification: Notification
-    created_at: datetime
-    next_attempt_at: datetime
-    attempts: int
-    last_error: str | None
-    delivered_at: datetime | None
-    route: str | None = None
-    seq: int | None = None  # the shared log's number of this send; None: a local row (the heartbeat)
-    held: bool = False
-    sent_recorded: bool = True
-
-    @property
-    def ref(self) -> GroupRef | None:
-        """The shared log's group of a row sent under the lease."""
-        return GroupRef(self.route, self.receiver, self.group_key) if self.route is not None else None
 
 
 @dataclass

@@ -6,14 +6,25 @@ from __future__ import annotations
 
 import logging
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import Protocol
 
+from daemon.alerts.db import StateDB
 from daemon.coordination.model import CoordinatorUnavailable, Fenced, Told
 from daemon.coordination.pending import already_told
+from daemon.coordination.service import CoordinationService
 from daemon.notify.model import Notification, ThreadRef
+from daemon.notify.outbox_row import OutboxRow
 
-if TYPE_CHECKING:
-    from daemon.notify.outbox import Outbox, OutboxRow
+
+class Outbox(Protocol):
+    """What the send protocol reads of the outbox (daemon/notify/outbox.py), which calls it."""
+
+    db: StateDB
+    coordination: CoordinationService
+
+    def rows(self, undelivered_only: bool = False) -> list[OutboxRow]: ...
+
+    def thread(self, receiver: str, group_key: str) -> ThreadRef | None: ...
 
 log = logging.getLogger(__name__)
 
