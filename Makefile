@@ -43,7 +43,7 @@ demo: $(STAMP) java
 	$(VENV)/bin/rocketwatch demo
 
 test: $(STAMP) java chromium postgresql
-	$(PY) -m pytest
+	$(PY) -m pytest -n 2 --dist loadgroup
 
 # The inner loop: every test that starts neither Spark nor a daemon subprocess, on both cores (~1.5 min).
 test-fast: $(STAMP) postgresql

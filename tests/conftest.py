@@ -25,8 +25,16 @@ STARTS_SPARK = {
 }
 
 
+# Under pytest-xdist (`make test` runs `-n 2 --dist loadgroup`), every test on the in-process
+# SparkSession runs on one worker, so a run still starts one session; the rest (daemon subprocesses,
+# Chromium, PostgreSQL, plain Python) is spread over both workers beside it, a module at a time, so a
+# module's shared daemon or server (module-scoped fixtures) starts once.
+SPARK_SESSION_GROUP = "spark-session"
+
+
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects by markers
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    on_session = {_module(item) for item in items if "spark" in getattr(item, "fixturenames", ())}
     for item in items:
         if (
             "spark" in getattr(item, "fixturenames", ())
@@ -34,6 +42,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             or item.nodeid.split("[", 1)[0] in STARTS_SPARK
         ):
             item.add_marker(pytest.mark.spark)
+        module = _module(item)
+        item.add_marker(pytest.mark.xdist_group(SPARK_SESSION_GROUP if module in on_session else module))
+
+
+def _module(item: pytest.Item) -> str:
+    return item.nodeid.split("::", 1)[0]
 
 
 @pytest.fixture(scope="session")
