@@ -25,15 +25,10 @@ STARTS_SPARK = {
 }
 
 
-# Under pytest-xdist (`make test` runs `-n 2 --dist loadgroup`), every test on the in-process
-# SparkSession runs on one worker, so a run still starts one session; the rest (daemon subprocesses,
-# Chromium, PostgreSQL, plain Python) is spread over both workers beside it, a module at a time, so a
-# module's shared daemon or server (module-scoped fixtures) starts once.
-SPARK_SESSION_GROUP = "spark-session"
-
-
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects by markers
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # `make test` runs the modules on the in-process SparkSession in one pytest process and the rest
+    # beside it in another (Makefile): a module with any test on the session goes with it whole.
     on_session = {_module(item) for item in items if "spark" in getattr(item, "fixturenames", ())}
     for item in items:
         if (
@@ -42,8 +37,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             or item.nodeid.split("[", 1)[0] in STARTS_SPARK
         ):
             item.add_marker(pytest.mark.spark)
-        module = _module(item)
-        item.add_marker(pytest.mark.xdist_group(SPARK_SESSION_GROUP if module in on_session else module))
+        if _module(item) in on_session:
+            item.add_marker(pytest.mark.spark_session)
 
 
 def _module(item: pytest.Item) -> str:

@@ -26,7 +26,7 @@ from daemon.store.writer import ParquetStore
 from rules.testing import load_test_file
 from tests.helpers.daemon_proc import REPO, free_port
 
-pytestmark = [pytest.mark.acceptance, pytest.mark.timeout(420)]
+pytestmark = [pytest.mark.acceptance, pytest.mark.timeout(840)]
 
 SPARK_HOME = Path(pyspark.__file__).parent
 BUILTIN_TESTS = REPO / "rules" / "builtin" / "tests"

@@ -13,6 +13,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
+# The waits' timeouts are ceilings for a quiet machine, stretched by this factor: `make test` runs two
+# pytest processes side by side on two cores, where a daemon's JVM starts and evaluates more slowly.
+# A wait that succeeds returns as soon as its event happens, whatever its ceiling.
+PATIENCE = float(os.environ.get("ROCKETWATCH_TEST_PATIENCE", "2"))
 
 
 def free_port() -> int:
@@ -28,7 +32,8 @@ def log_tail(log: Path, lines: int = 40) -> str:
 
 
 def wait_until(predicate: Callable[[], object], timeout: float, what: str, log: Path) -> None:
-    """Poll `predicate` until true; fail naming `what` with the daemon's log tail."""
+    """Poll `predicate` until true (for at most `timeout` x PATIENCE seconds); fail naming `what` with the daemon's log tail."""
+    timeout *= PATIENCE
     deadline = time.monotonic() + timeout
     while not predicate():
         if time.monotonic() > deadline:
