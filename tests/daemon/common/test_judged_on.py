@@ -134,3 +134,10 @@ def test_each_views_sources_are_declared_tables(view: str) -> None:
     from rules.tables import TABLES
 
     assert view_sources(view) and set(view_sources(view)) <= set(TABLES)
+
+
+def test_a_rule_excluding_the_group_says_so() -> None:
+    rows = captured(v4.body, "prod", "t1", "stuckGroup", 5764)
+    quiet = next(r for r in RULES if r.alert == "StuckMessage").model_copy(update={"exclude": {"group": "stuck.*"}})
+    (b,) = judged_on(rows, [r for r in RULES if r.alert != "StuckMessage"] + [quiet])
+    assert "StuckMessage" not in b.rules and "exclude: group: stuck.*" in skipped(b)["StuckMessage"]
