@@ -98,32 +98,41 @@ def _kind_filter(node: Node, types: Mapping[str, str]) -> tuple[str, str, Callab
     return None
 
 
-def _values(column: str, rule: RuleBase, mine: Mapping[str, Sequence[Row]]) -> list[Any]:
-    """The group's values of `column` as the rule's table holds them (a view's: from its sources)."""
-    if not rule.is_view:
-        return [r[column] for r in mine.get(rule.table, ()) if column in r]
-    if column in VIEW_FACTS:
-        return VIEW_FACTS[column](mine)
-    return [r[column] for t in view_sources(rule.table) for r in mine.get(t, ()) if column in r]
+@dataclass(frozen=True)
+class _RuleFilters:
+    """One rule's sources and kind filters, worked out once per call rather than once per group."""
 
+    rule: RuleBase
+    sources: tuple[str, ...]
+    filters: tuple[tuple[str, str, Callable[[Any], bool]], ...]  # (column, its text, test)
 
-def _why_not(rule: RuleBase, mine: Mapping[str, Sequence[Row]]) -> str | None:
-    """Why the rule's own filters leave none of the group's rows, or None when some row can match."""
-    types = {c.name: c.type for c in rule.table_def.columns}
-    where = getattr(rule, "where", None)
-    for conjunct in _conjuncts(where.tree if where is not None else None):
-        found = _kind_filter(conjunct, types)
-        if found is None:
-            continue
-        column, text, test = found
-        values = [v for v in _values(column, rule, mine) if v is not None]
-        if values and not any(test(v) for v in values):
-            return f"{_FACT.get(column, f'none of its rows has {text}')} (the rule reads only rows where `{text}`)"
-    for column, pattern in rule.exclude.items():
-        values = _values(column, rule, mine)
-        if values and all(v is not None and re.fullmatch(pattern, str(v)) for v in values):
-            return f"its {column} is excluded by the rule (exclude: {column}: {pattern})"
-    return None
+    @classmethod
+    def of(cls, rule: RuleBase) -> _RuleFilters:
+        """The rule's filters on what kind of consumer a row is (its `where` conjuncts)."""
+        types = {c.name: c.type for c in rule.table_def.columns}
+        where = getattr(rule, "where", None)
+        found = [_kind_filter(c, types) for c in _conjuncts(where.tree if where is not None else None)]
+        return cls(rule, view_sources(rule.table), tuple(f for f in found if f is not None))
+
+    def values(self, column: str, mine: Mapping[str, Sequence[Row]]) -> list[Any]:
+        """The group's values of `column` as the rule's table holds them (a view's: from its sources)."""
+        if not self.rule.is_view:
+            return [r[column] for r in mine.get(self.rule.table, ()) if column in r]
+        if column in VIEW_FACTS:
+            return VIEW_FACTS[column](mine)
+        return [r[column] for t in self.sources for r in mine.get(t, ()) if column in r]
+
+    def why_not(self, mine: Mapping[str, Sequence[Row]]) -> str | None:
+        """Why the rule's own filters leave none of the group's rows, or None when some row can match."""
+        for column, text, test in self.filters:
+            values = [v for v in self.values(column, mine) if v is not None]
+            if values and not any(test(v) for v in values):
+                return f"{_FACT.get(column, f'none of its rows has {text}')} (the rule reads only rows where `{text}`)"
+        for column, pattern in self.rule.exclude.items():
+            values = self.values(column, mine)
+            if values and all(v is not None and re.fullmatch(pattern, str(v)) for v in values):
+                return f"its {column} is excluded by the rule (exclude: {column}: {pattern})"
+        return None
 
 
 # What a kind column being ruled out means for the operator.
@@ -204,21 +213,20 @@ def judged_on(rows: Mapping[str, Sequence[Row]], rules: Sequence[RuleBase],
               failures: Sequence[str] = ()) -> list[GroupBasis]:
     """Per group in `rows` (table -> rows of one collection), what it is judged on; `failures` are the
     cycle's failed calls as text (a running-info failure naming the group or a client explains it)."""
-    group_rules = [r for r in rules if any(c.name == "group" for c in r.table_def.columns)]
+    group_rules = [_RuleFilters.of(r) for r in rules if any(c.name == "group" for c in r.table_def.columns)]
     out = []
     for (cluster, group), mine in sorted(_by_group(rows).items()):
         checks, why, notes = _modes(group, mine, failures)
         applies: list[str] = []
         skipped: dict[str, list[str]] = {}
-        for rule in group_rules:
-            sources = view_sources(rule.table)
-            if not any(mine.get(t) for t in sources):
+        for plan in group_rules:
+            if not any(mine.get(t) for t in plan.sources):
                 continue  # nothing of this group where the rule reads: it says nothing either way
-            reason = _why_not(rule, mine)
+            reason = plan.why_not(mine)
             if reason is not None:
-                skipped.setdefault(reason, []).append(rule.alert)
-            elif mine.get(sources[0]):
-                applies.append(rule.alert)
+                skipped.setdefault(reason, []).append(plan.rule.alert)
+            elif mine.get(plan.sources[0]):
+                applies.append(plan.rule.alert)
         out.append(GroupBasis(cluster, group, tuple(checks), tuple(why), tuple(sorted(set(applies))),
                               tuple(Skipped(tuple(sorted(set(r))), w) for w, r in skipped.items()), tuple(notes)))
     return out
