@@ -30,7 +30,8 @@ SIZES = [int(n) for n in os.environ.get("BENCH_BROKERS", "1,10,50").split(",")]
 RUNS = int(os.environ.get("BENCH_RUNS", "5"))
 
 
-async def _serve(count: int, page: str) -> tuple[list[web.AppRunner], list[str]]:
+async def serve_pages(count: int, page: str) -> tuple[list[web.AppRunner], list[str]]:
+    """`count` loopback endpoints serving `page` at /metrics: their runners (to clean up) and URLs."""
     async def metrics(_: web.Request) -> web.Response:
         return web.Response(text=page, content_type="text/plain")
 
@@ -48,7 +49,7 @@ async def _serve(count: int, page: str) -> tuple[list[web.AppRunner], list[str]]
 
 
 async def _measure(count: int, page: str) -> dict:
-    runners, urls = await _serve(count, page)
+    runners, urls = await serve_pages(count, page)
     try:
         config = NativeMetricsConfig(urls=urls, brokers=False)
         times, rows = [], 0

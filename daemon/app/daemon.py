@@ -39,6 +39,7 @@ from daemon.collectors.remoting.admin import AdminClient
 from daemon.collectors.remoting.client import RemotingClient
 from daemon.collectors.security import client_options
 from daemon.collectors.sources import collect_sources
+from daemon.common.judged_on import GroupBasis, health_failures, judged_on
 from daemon.common.sdnotify import sd_notify
 from daemon.http.server import start_http
 from daemon.notify.outbox import Outbox
@@ -65,6 +66,7 @@ class Daemon:
         # Kept in memory for the status page: the last cycles, and each cluster's last collector_health rows.
         self.cycles: deque[CycleRecord] = deque(maxlen=20)
         self.collector_health: dict[str, list[dict]] = {}
+        self.judged_on: dict[str, list[GroupBasis]] = {}  # and what each group of it is judged on
         self.lock = StateDirLock(config.state_dir)
         self.store = ParquetStore(config.store)
         self.rulebook: Rulebook = load_rulebook(config, config_path)
@@ -271,6 +273,7 @@ class Daemon:
             now = kept.get(cluster.name)
             if now is None:
                 self.collector_health.pop(cluster.name, None)
+                self.judged_on.pop(cluster.name, None)
                 self.stats.failed_calls.pop(cluster.name, None)
             if now is None or now.logs != cluster.logs:
                 self.log_collectors.pop(cluster.name, None)  # new files are followed from their end, as at start
@@ -324,6 +327,7 @@ class Daemon:
         self.stats.last_collect_s = elapsed
         self.stats.failed_calls[cluster.name] = result.failed_calls
         self.collector_health[cluster.name] = list(result.rows.get("collector_health", []))
+        self.judged_on[cluster.name] = judged_on(result.rows, self.rulebook.rules, health_failures(self.collector_health[cluster.name]))
         self.cycles.appendleft(
             CycleRecord("collect", cluster.name, now, elapsed, sum(written.values()), result.failed_calls)
         )

@@ -13,6 +13,7 @@ from daemon.alerts.silences import SilenceStore
 from daemon.app.cycles import CycleRecord
 from daemon.app.reloader import ReloadOutcome
 from daemon.common.charts.sparkline import Point
+from daemon.common.judged_on import GroupBasis
 from daemon.http.view import IncidentView
 from daemon.store.maintenance import store_size
 
@@ -53,6 +54,11 @@ class HttpView:
     def collector_health(self) -> Mapping[str, list[dict[str, Any]]]:
         """A copy of each cluster's last collector call outcomes."""
         return dict(self._daemon.collector_health)
+
+    @property
+    def judged_on(self) -> Mapping[str, Sequence[GroupBasis]]:
+        """A copy of what each group of each cluster's last collection is judged on."""
+        return dict(self._daemon.judged_on)
 
     @property
     def silences(self) -> SilenceStore | None:

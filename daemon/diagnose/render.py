@@ -69,9 +69,24 @@ def _per_rule(findings: list[Finding]) -> list[str]:
     return lines
 
 
+def _basis(v: Verdict) -> list[str]:
+    """What the group is judged on and why, and the rules that skip it by their own filters."""
+    if v.basis is None:
+        return []
+    lines = [f"Judged on: {', '.join(v.basis.checks)}"]
+    lines += textwrap.wrap("; ".join(v.basis.why), width=100, initial_indent="  ", subsequent_indent="    ")
+    lines += textwrap.wrap(f"rules: {', '.join(v.basis.rules) or 'none'}", width=100, initial_indent="  ",
+                           subsequent_indent="    ")
+    for skip in v.basis.skipped:
+        lines += textwrap.wrap(f"not {', '.join(skip.rules)}: {skip.why}", width=100, initial_indent="  ",
+                               subsequent_indent="    ")
+    lines += [f"  {n}" for n in v.basis.notes]
+    return [*lines, ""]
+
+
 def as_text(v: Verdict) -> str:
-    """The verdict, evidence table, peers, threads and next steps as plain text."""
-    lines = [f"{v.status.upper()}: {v.headline}", ""]
+    """The verdict, what the group is judged on, evidence table, peers, threads and next steps as plain text."""
+    lines = [f"{v.status.upper()}: {v.headline}", "", *_basis(v)]
     if v.evidence:
         marked = [e for e in v.evidence if e.marks]
         shown = marked + [e for e in v.evidence if not e.marks][: max(0, MAX_QUEUE_ROWS - len(marked))]

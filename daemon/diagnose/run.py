@@ -20,6 +20,7 @@ from daemon.collectors.group_sample import CollectError, Sample, Target, discove
 from daemon.collectors.remoting.admin import AdminClient
 from daemon.collectors.remoting.client import RemotingClient
 from daemon.collectors.threads import all_stuck
+from daemon.common.judged_on import judged_on
 from daemon.diagnose.rules_eval import (
     SparkStarter,
     builtin_rules,
@@ -122,6 +123,8 @@ def diagnose(opts: Options, timings: Timings | None = None) -> Verdict:
             jstacks.setdefault(cid, []).append(text)
     verdict = decide(target, samples, findings, all_stuck(jstacks, opts.group), runbook)
     verdict.notes += notes
+    verdict.basis = next((b for b in judged_on(samples[-1].rows, rules, samples[-1].failures) if b.group == opts.group),
+                         None)
     if opts.jstack and not jstacks and samples[-1].online:
         verdict.notes.append("--jstack: no client returned a thread dump (clients may not allow it)")
     timings.total_s = time.perf_counter() - t0

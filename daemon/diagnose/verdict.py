@@ -15,6 +15,7 @@ from typing import Any
 
 from daemon.collectors.group_sample import POP, Sample, Target
 from daemon.collectors.threads import StuckThread
+from daemon.common.judged_on import GroupBasis
 from daemon.diagnose.evidence import (
     BLOCKED,
     CONSUMER_MARKS,
@@ -77,6 +78,7 @@ class Verdict:
     brokers: list[dict[str, Any]] = field(default_factory=list)
     retry_lag: int = 0
     dlq_total: int = 0
+    basis: GroupBasis | None = None  # what the group is judged on, and why (daemon/common/judged_on.py)
 
     @property
     def exit_code(self) -> int:
@@ -97,7 +99,7 @@ class Verdict:
             "next_steps": [{"rule": r, "text": t} for r, t in self.next_steps],
             "notes": self.notes, "samples": self.samples, "dlq_growth": self.dlq_growth,
             "client_status": self.client_status, "brokers": self.brokers, "retry_lag": self.retry_lag,
-            "dlq_total": self.dlq_total,
+            "dlq_total": self.dlq_total, "judged_on": self.basis.as_json() if self.basis is not None else None,
         }
 
 

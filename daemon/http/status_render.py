@@ -14,7 +14,9 @@ from daemon.alerts.incidents import INCIDENT_LABEL, locus_of
 from daemon.alerts.model import AlertInstance
 from daemon.alerts.silences import Silence
 from daemon.common.charts.sparkline import Point, svg_sparkline
+from daemon.common.judged_on import GroupBasis
 from daemon.http.incidents import Role, cause_known, group_keys, placed, reading_order, shown
+from daemon.http.judged_render import judged_section
 from daemon.http.view import CycleView, IncidentMemberView, IncidentView
 from daemon.notify.dispatcher import group_key, group_labels
 
@@ -58,6 +60,7 @@ class PageState:
     group_notes: Mapping[str, Sequence[str]] = field(default_factory=dict)  # group key -> who acked/silenced
     rules: Mapping[str, Any] = field(default_factory=dict)  # alert name -> the rule, for its figures' meaning
     incidents: Sequence[IncidentView] = ()  # open, and resolved within the last day
+    judged: Mapping[str, Sequence[GroupBasis]] = field(default_factory=dict)  # cluster -> what each group is judged on
 
 
 def _ago(now: datetime, then: datetime | None) -> str:
@@ -390,6 +393,7 @@ def render_page(state: PageState) -> str:
         '<a href="/api/alerts">/api/alerts</a> · <a href="/api/silences">/api/silences</a> · '
         '<a href="/metrics">/metrics</a></p>'
         f"{alerts_section(state)}{silences_section(state)}{cycles_section(state)}{health_section(state)}"
+        f"{judged_section(state.judged)}"
         "</body></html>"
     )
 

@@ -17,6 +17,7 @@ from daemon.alerts.incidents import Incident
 from daemon.alerts.model import AlertInstance
 from daemon.alerts.silences import SilenceStore
 from daemon.common.charts.sparkline import Point
+from daemon.common.judged_on import GroupBasis
 
 
 class CycleView(Protocol):
@@ -139,6 +140,10 @@ class DaemonView(Protocol):
     @property
     def silences(self) -> SilenceStore | None:
         """The silence store, which writes go through; None until the daemon's state is open."""
+
+    @property
+    def judged_on(self) -> Mapping[str, Sequence[GroupBasis]]:
+        """Per cluster, what each consumer group of its last collection is judged on, and why."""
 
     def active_alerts(self) -> Sequence[AlertInstance]:
         """Pending and firing alerts; empty until the daemon's state is open."""

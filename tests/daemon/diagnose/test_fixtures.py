@@ -56,6 +56,16 @@ def test_the_text_gives_the_pull_offset_as_a_floor_where_the_broker_does_not_rep
     code, text = run_diagnose("stuckGroup")
     row = next(line for line in text.splitlines() if line.strip().startswith("OrderTopic/broker-a/3 "))
     assert ">=3627" in row.split()
+    judged = text.split("Judged on: ", 1)[1].split("\n\n", 1)[0]
+    assert judged.startswith("ProcessQueue") and STUCK_CLIENT in judged and "StuckMessage" in judged
+
+
+def test_the_verdict_says_what_the_group_is_judged_on_and_why(stuck: tuple[int, dict[str, Any]]) -> None:
+    basis = stuck[1]["judged_on"]
+    assert basis["group"] == "stuckGroup" and basis["checks"] == ["ProcessQueue"]
+    assert "ProcessQueue" in basis["why"][0] and STUCK_CLIENT in basis["why"][0]
+    assert {"StuckMessage", "ProcessQueueSpanTooLong", "ConsumerOffsetStalled"} <= set(basis["rules"])
+    assert "PopConsumerStuck" not in basis["rules"] and basis["skipped"] == []
 
 
 def test_stuck_threads_2_and_3_with_their_blocking_frame(stuck: tuple[int, dict[str, Any]]) -> None:
