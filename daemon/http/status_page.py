@@ -40,6 +40,7 @@ def page_state(view: DaemonView, now: datetime, prefill: Sequence[str] = ()) -> 
         group_notes=view.group_notes(),
         rules=view.rules_by_alert(),
         incidents=view.incidents(),
+        ha=view.ha(),
     )
 
 
