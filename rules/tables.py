@@ -317,6 +317,12 @@ DAEMON_HEALTH = Table(
         Column("outbox_oldest_age_s", FLOAT64, "age of the oldest undelivered notification (0 when none)", "s"),
         Column("store_free_bytes", INT64, "free space on the sample store's file system", "bytes"),
         Column("store_free_ratio", FLOAT64, "free share of the sample store's file system, 0 to 1"),
+        Column("held_notifications", INT64, "notifications held: queued while no coordinator answered, or unsent "
+               "when this daemon lost the dispatch lease (sent or dropped once a coordinator answers)",
+               "notifications"),
+        Column("held_oldest_age_s", FLOAT64, "age of the oldest held notification (0 when none)", "s"),
+        Column("ha_coordinator_up", INT64, "1 while the coordinator answers this daemon (always 1 without `ha:`, "
+               "whose coordinator is the local state file), 0 while it does not"),
     ),
 )
 

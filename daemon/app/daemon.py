@@ -31,7 +31,7 @@ from daemon.app.metrics import DaemonMetrics
 from daemon.app.reloader import Candidate, NotifyState, ReloadOutcome, ReloadRejected, prepare
 from daemon.app.rulebook import Rulebook, load_rulebook
 from daemon.app.schedule import JobRuns, Schedule, utcnow
-from daemon.app.selfmon import SelfMonitor, self_rules
+from daemon.app.selfmon import self_monitor, self_rules
 from daemon.app.statedir import StateDirLock
 from daemon.app.watchdog import Watchdog, watchdog_interval
 from daemon.collectors.logs import LogsCollector
@@ -186,7 +186,7 @@ class Daemon:
         self.group_actions = GroupActionStore(self.db)
         self.value_history = ValueHistory(self.db)
         self.incidents = IncidentBook(self.db, lambda: self.rulebook.links, incident_ids(self.outbox))
-        self.selfmon = SelfMonitor(self.store, self.db, self.config.store, self.config.evaluate.interval)
+        self.selfmon = self_monitor(self.store, self.outbox, self.config)
         self._build_routing()
 
     def _build_routing(self) -> None:

@@ -14,6 +14,7 @@ from daemon.app.cycles import CycleRecord
 from daemon.app.reloader import ReloadOutcome
 from daemon.common.charts.sparkline import Point
 from daemon.common.judged_on import GroupBasis
+from daemon.http.status_ha import HaView, ha_view
 from daemon.http.view import IncidentView
 from daemon.store.maintenance import store_size
 
@@ -75,6 +76,10 @@ class HttpView:
     def incidents(self) -> list[IncidentView]:
         """Copies of the incident book's incidents (open, and resolved within a day), newest first."""
         return [IncidentView.of(i) for i in self._daemon.incidents.all()] if self._open() else []
+
+    def ha(self) -> HaView | None:
+        """The dispatch lease and held notifications; None for a single node or until the state is open."""
+        return ha_view(self._daemon.outbox) if self._open() else None
 
     def muted(self, alerts: Sequence[AlertInstance], now: datetime) -> set[str]:
         """What the dispatcher mutes of those alerts now."""

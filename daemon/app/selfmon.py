@@ -15,10 +15,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from daemon.alerts.db import StateDB, from_db_time
+from daemon.coordination.service import CoordinationService
 from rules.tables import DAEMON_HEALTH, SELF_CLUSTER
+
+if TYPE_CHECKING:
+    from config.models import RocketwatchConfig
+    from daemon.notify.outbox import Outbox
 
 
 @dataclass(frozen=True)
@@ -33,6 +38,21 @@ def outbox_backlog(db: StateDB) -> OutboxBacklog:
     """Undelivered notifications and the creation time of the oldest one."""
     row = db.query("SELECT count(*) AS depth, min(created_at) AS oldest FROM outbox WHERE delivered_at IS NULL")[0]
     return OutboxBacklog(int(row["depth"]), from_db_time(row["oldest"]))
+
+
+@dataclass(frozen=True)
+class HeldBacklog:
+    """Notifications held because no coordinator confirmed this daemon may send them."""
+
+    count: int
+    oldest: datetime | None
+
+
+def held_backlog(db: StateDB) -> HeldBacklog:
+    """Held undelivered notifications (queued while no coordinator answered, or unsent when the lease went)."""
+    row = db.query("SELECT count(*) AS n, min(created_at) AS oldest FROM outbox "
+                   "WHERE delivered_at IS NULL AND held = 1")[0]
+    return HeldBacklog(int(row["n"]), from_db_time(row["oldest"]))
 
 
 def disk_free(path: Path) -> tuple[int, float]:
@@ -52,8 +72,9 @@ class SelfMonitor:
     """Keeps the figures of the daemon's own health and writes them as daemon_health rows."""
 
     def __init__(self, store: Any, db: StateDB, store_root: Path, evaluate_interval: timedelta,
-                 host: str | None = None) -> None:
+                 host: str | None = None, coordination: CoordinationService | None = None) -> None:
         self.store = store
+        self.coordination = coordination  # None: no coordinator to judge (the column says up)
         self.db = db
         self.store_root = store_root
         self.evaluate_interval = evaluate_interval
@@ -74,6 +95,8 @@ class SelfMonitor:
         """The daemon_health row for `now`."""
         backlog = outbox_backlog(self.db)
         free, ratio = disk_free(self.store_root)
+        held = held_backlog(self.db)
+        coordinator_up = self.coordination is None or not self.coordination.unreachable
         return {
             "ts": now, "cluster": SELF_CLUSTER, "host": self.host,
             "evaluate_seconds": self.last_evaluate_s,
@@ -83,6 +106,9 @@ class SelfMonitor:
             "outbox_depth": backlog.depth,
             "outbox_oldest_age_s": max((now - backlog.oldest).total_seconds(), 0.0) if backlog.oldest else 0.0,
             "store_free_bytes": free, "store_free_ratio": ratio,
+            "held_notifications": held.count,
+            "held_oldest_age_s": max((now - held.oldest).total_seconds(), 0.0) if held.oldest else 0.0,
+            "ha_coordinator_up": int(coordinator_up),
         }
 
     def record(self, now: datetime, last_cycle_at: datetime | None) -> dict[str, Any]:
@@ -90,3 +116,8 @@ class SelfMonitor:
         row = self.row(now, last_cycle_at)
         self.store.append(DAEMON_HEALTH.name, [row], now)
         return row
+
+
+def self_monitor(store: Any, outbox: Outbox, config: RocketwatchConfig) -> SelfMonitor:
+    """The daemon's self-monitor over its outbox's state file and coordinator."""
+    return SelfMonitor(store, outbox.db, config.store, config.evaluate.interval, coordination=outbox.coordination)

@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
+from psycopg.errors import IdleInTransactionSessionTimeout
 from psycopg.rows import dict_row
 
 from daemon.coordination.clock import Clock, SystemClock
@@ -134,6 +135,17 @@ class PostgresCoordinator(SqlCoordinator):
                 connect_timeout=max(1, int(self.timeout))))
         except psycopg.OperationalError as exc:
             raise CoordinatorUnavailable(f"{self.where}: cannot connect: {_first_line(exc)}") from exc
+        # A daemon paused between BEGIN and COMMIT (SIGSTOP, a long GC or swap storm, a VM frozen) would
+        # hold its row locks on the lease and the log, and every other daemon's claim would wait on them:
+        # the server ends such a session once it has sat idle in a transaction longer than one call may take.
+        idle_ms = max(1000, int(self.timeout * 1000))
+        conn = self._conn
+        try:
+            await self._bounded("SET", lambda: conn.execute(f"SET idle_in_transaction_session_timeout = {idle_ms}"))
+        except psycopg.OperationalError as exc:
+            self._conn = None
+            await conn.close()
+            raise CoordinatorUnavailable(f"{self.where}: cannot connect: {_first_line(exc)}") from exc
         return self._conn
 
     @asynccontextmanager
@@ -145,7 +157,8 @@ class PostgresCoordinator(SqlCoordinator):
             try:
                 yield _BoundedTx(self, _PgTx(conn))
                 await self._bounded("COMMIT", lambda: conn.execute("COMMIT"))
-            except psycopg.OperationalError as exc:
+            except (psycopg.OperationalError, IdleInTransactionSessionTimeout) as exc:
+                # The session is gone (the network, the server, or the server ended it while we were paused).
                 self._conn = None
                 await conn.close()
                 raise CoordinatorUnavailable(f"{self.where}: {_first_line(exc)}") from exc

@@ -41,6 +41,7 @@ def page_state(view: DaemonView, now: datetime, prefill: Sequence[str] = ()) -> 
         rules=view.rules_by_alert(),
         incidents=view.incidents(),
         judged=view.judged_on,
+        ha=view.ha(),
     )
 
 

@@ -17,6 +17,7 @@ from daemon.common.charts.sparkline import Point, svg_sparkline
 from daemon.common.judged_on import GroupBasis
 from daemon.http.incidents import Role, cause_known, group_keys, placed, reading_order, shown
 from daemon.http.judged_render import judged_section
+from daemon.http.status_ha import HaView, ha_section
 from daemon.http.view import CycleView, IncidentMemberView, IncidentView
 from daemon.notify.dispatcher import group_key, group_labels
 
@@ -61,6 +62,7 @@ class PageState:
     rules: Mapping[str, Any] = field(default_factory=dict)  # alert name -> the rule, for its figures' meaning
     incidents: Sequence[IncidentView] = ()  # open, and resolved within the last day
     judged: Mapping[str, Sequence[GroupBasis]] = field(default_factory=dict)  # cluster -> what each group is judged on
+    ha: HaView | None = None  # the dispatch lease, with an `ha:` section
 
 
 def _ago(now: datetime, then: datetime | None) -> str:
@@ -392,8 +394,8 @@ def render_page(state: PageState) -> str:
         f'<p class="muted">as of {escape(state.now.strftime("%Y-%m-%d %H:%M:%S UTC"))} · '
         '<a href="/api/alerts">/api/alerts</a> · <a href="/api/silences">/api/silences</a> · '
         '<a href="/metrics">/metrics</a></p>'
-        f"{alerts_section(state)}{silences_section(state)}{cycles_section(state)}{health_section(state)}"
-        f"{judged_section(state.judged)}"
+        f"{alerts_section(state)}{ha_section(state.ha, state.now)}{silences_section(state)}{cycles_section(state)}"
+        f"{health_section(state)}{judged_section(state.judged)}"
         "</body></html>"
     )
 

@@ -18,6 +18,7 @@ from daemon.alerts.model import AlertInstance
 from daemon.alerts.silences import SilenceStore
 from daemon.common.charts.sparkline import Point
 from daemon.common.judged_on import GroupBasis
+from daemon.http.status_ha import HaView
 
 
 class CycleView(Protocol):
@@ -150,6 +151,9 @@ class DaemonView(Protocol):
 
     def incidents(self) -> Sequence[IncidentView]:
         """Open incidents and those resolved within the last day, newest first; empty until the state is open."""
+
+    def ha(self) -> HaView | None:
+        """The dispatch lease as this daemon sees it; None for a single node."""
 
     def muted(self, alerts: Sequence[AlertInstance], now: datetime) -> set[str]:
         """Fingerprints of those alerts a silence or an acknowledgement mutes now."""

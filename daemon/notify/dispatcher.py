@@ -3,7 +3,8 @@
 Every daemon keeps its own log of what changed; only the holder of the dispatch lease queues sends,
 each under a fenced intent in the shared log (daemon/coordination). A standby queues nothing and
 follows the shared log; with no coordinator answering, sends are queued held (delayed, never lost).
-The heartbeat's route is every daemon's own, outside the lease.
+The heartbeat's route is every daemon's own, outside the lease; so are the groups of a daemon's alerts
+about its own coordination (while they fire, no coordinator may answer to grant the lease).
 """
 
 from __future__ import annotations
@@ -165,11 +166,11 @@ class Dispatcher:
     def _routes(self, alert: AlertInstance) -> list[Route]:
         return self.router.match(alert_labels(alert.rule, alert.labels, alert.severity))
 
-    async def _record(self, group: GroupState, turn: _Turn) -> LogGroup | None:
+    async def _record(self, group: GroupState, turn: _Turn, local: bool) -> LogGroup | None:
         # The shared log's record of the group (open, or closed since): None when it has none, or when
-        # the local log is all there is (held, or the heartbeat's own route).
+        # the local log is all there is (held, or a group this daemon tells itself).
         ref = GroupRef(group.route, group.receiver, group.group_key)
-        if turn.held or group.route == HEARTBEAT_ROUTE:
+        if turn.held or local:
             return None
         if ref in turn.shared:
             return turn.shared[ref]
@@ -186,7 +187,8 @@ class Dispatcher:
     ) -> tuple[str, Notification] | None:
         route = next((r for r in self.router.routes() if r.id == group.route and r.receiver == group.receiver), None)
         alerts = firing.get((group.route, group.receiver, group.group_key), [])
-        record = await self._record(group, turn)
+        local = group.route == HEARTBEAT_ROUTE or own_trouble(group, alerts)
+        record = await self._record(group, turn, local)
         if route is None:  # the route left the tree on reload: its groups go with it
             self.log.close(group)
             await self._close_shared(group, record, turn, now)
@@ -197,7 +199,6 @@ class Dispatcher:
             self.log.follow(group)
         silent = self.router.silent_reason(route, now) if (group.pending or alerts) else None
         decision = decide(group, len(alerts), route, now, self.acknowledged(group.group_key), silent)
-        local = route.id == HEARTBEAT_ROUTE
         standby = not local and turn.fence is None and not turn.held
         self.decisions["standby" if standby and decision.send else decision.reason] += 1
         if not decision.send:
@@ -260,7 +261,7 @@ class Dispatcher:
             ref = GroupRef(group.route, group.receiver, group.group_key)
             alerts = firing.get((group.route, group.receiver, group.group_key), [])
             if ref in turn.shared or group.last_sent_at is None or not alerts or group.route == HEARTBEAT_ROUTE \
-                    or not self.outbox.group_open(group.receiver, group.group_key):
+                    or own_trouble(group, alerts) or not self.outbox.group_open(group.receiver, group.group_key):
                 continue
             thread = self.outbox.thread(group.receiver, group.group_key)
             data = {"thread": thread.model_dump()} if thread is not None else {}
@@ -285,6 +286,16 @@ class Dispatcher:
 
 
 HEARTBEAT_ROUTE = "heartbeat"  # routing.py's id of the heartbeat's route: every daemon sends its own
+# A daemon's alerts about its own coordination (rules/builtin/rocketwatch-self.yaml): each daemon tells its
+# own, outside the lease, as its heartbeat; held behind the lease they would wait for the coordinator they
+# report as away.
+OWN_TROUBLE_RULES = frozenset({"RocketwatchCoordinatorUnreachable", "RocketwatchNotificationsHeld"})
+
+
+def own_trouble(group: GroupState, alerts: Sequence[AlertInstance]) -> bool:
+    """The group tells only alerts about this daemon's own coordination (firing, or resolved and not told)."""
+    rules = {a.rule for a in alerts} | {p.resolved.rule for p in group.pending if p.resolved is not None}
+    return bool(rules) and rules <= OWN_TROUBLE_RULES
 
 
 class _Turn:

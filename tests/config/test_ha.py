@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import textwrap
 from pathlib import Path
 
@@ -102,3 +103,23 @@ def test_the_json_schema_describes_the_section() -> None:
     assert set(schema["$defs"]["LeaseConfig"]["properties"]) == {"ttl", "renew_every", "margin"}
     with pytest.raises(ValidationError):
         HaConfig(connection="dbname=rw", extra_field=1)
+
+
+def test_check_validates_the_section_without_connecting_to_postgresql(tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    # `check` runs in CI and on a laptop without the coordinator: it parses, it never connects. A listener
+    # stands where the server would be and counts who knocks.
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(4)
+        listener.settimeout(0.2)
+        port = listener.getsockname()[1]
+        path = _write(tmp_path, f"""\
+            ha:
+              connection: "host=127.0.0.1 port={port} dbname=rocketwatch user=rocketwatch connect_timeout=2"
+              password_env: RW_CHECK_UNSET_PASSWORD
+            """)
+        assert main(["check", str(path)]) == 0, capsys.readouterr().out
+        with pytest.raises(TimeoutError):
+            listener.accept()
+    assert capsys.readouterr().out.startswith("OK: 1 file(s)")

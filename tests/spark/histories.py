@@ -72,6 +72,8 @@ DAEMON_SCENARIOS: dict[str, tuple[tuple[str, ...], int, int]] = {
     "outbox_old": (("RocketwatchOutboxBackingUp",), 3, 10),
     "outbox_deep": (("RocketwatchOutboxDeep",), 3, 10),
     "store_filling": (("RocketwatchStoreDiskFilling",), 3, 10),
+    # The HA coordinator stops answering: what the daemon would send is held until it answers again.
+    "ha_held": (("RocketwatchCoordinatorUnreachable", "RocketwatchNotificationsHeld"), 3, 10),
 }
 # Rules over a window keep firing until the growth or the changes leave it: their events end this
 # many cycles before the history does (10-minute windows: 20 cycles, plus a margin).
@@ -794,7 +796,8 @@ class _Daemon:
                 old = self._active("outbox_old", i, host)
                 deep = self._active("outbox_deep", i, host)
                 full = self._active("store_filling", i, host)
-                critical = {e.kind: e.level >= 0.5 for e in (failing, slow, old, deep, full) if e is not None}
+                held = self._active("ha_held", i, host)
+                critical = {e.kind: e.level >= 0.5 for e in (failing, slow, old, deep, full, held) if e is not None}
                 ratio = (rng.uniform(0.01, 0.045) if critical.get("store_filling") else rng.uniform(0.06, 0.14)) \
                     if full else rng.uniform(0.3, 0.7)
                 rows.append(dict(
@@ -810,7 +813,11 @@ class _Daemon:
                     if deep else rng.randint(0, 20),
                     outbox_oldest_age_s=round((rng.uniform(3700, 9000) if critical.get("outbox_old") else
                                                rng.uniform(620, 3500)) if old else rng.uniform(0.0, 30.0), 3),
-                    store_free_bytes=int(ratio * 500 * 2**30), store_free_ratio=round(ratio, 5)))
+                    store_free_bytes=int(ratio * 500 * 2**30), store_free_ratio=round(ratio, 5),
+                    held_notifications=rng.randint(1, 40) if held else 0,
+                    held_oldest_age_s=round((i - held.start + 1) * 30.0 + rng.uniform(5.0, 20.0) +
+                                            (900.0 if critical.get("ha_held") else 0.0), 3) if held else 0.0,
+                    ha_coordinator_up=0 if held else 1))
             if i not in self.skips and i not in pause:
                 out.append((i, ts, {"daemon_health": rows}))
         return out

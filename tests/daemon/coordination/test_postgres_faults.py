@@ -92,3 +92,44 @@ def test_postgres_stopped_and_started_the_holder_keeps_its_epoch_within_its_dead
             await b.close()
 
     asyncio.run(main())
+
+
+def test_a_holder_paused_inside_a_transaction_does_not_lock_the_others_out(
+        postgres: PostgresServer, postgres_dsn: str) -> None:
+    # SIGSTOP between BEGIN and COMMIT leaves the lease row locked on the server; the server ends that
+    # session after it sits idle in its transaction for one call's timeout, so B's claim goes through.
+    async def main() -> None:
+        clock = ManualClock()
+        a = PostgresCoordinator(postgres_dsn, clock, timeout=1.0)
+        b = PostgresCoordinator(postgres_dsn, clock, timeout=1.0)
+        await asyncio.gather(a.open(), b.open())
+        try:
+            ka, kb = keepers(clock, a, b)
+            await hold_and_send(clock, ka)
+            locked, woke = asyncio.Event(), asyncio.Event()
+            taken: list[bool] = []
+
+            async def paused_mid_transaction() -> None:
+                with pytest.raises(CoordinatorUnavailable):  # its session was ended while it slept
+                    async with a.transaction() as tx:
+                        await tx.run("UPDATE coord_lease SET holder = holder")  # the row is locked now
+                        locked.set()
+                        await woke.wait()  # the process stops here (nothing reaches the server)
+                        await tx.run("UPDATE coord_lease SET holder = holder")
+
+            async def standby() -> None:
+                await locked.wait()
+                clock.advance(16)  # past A's ttl on the server's clock as the coordinator sees it
+                for _ in range(10):  # each try is bounded by B's own 1 s timeout
+                    if await kb.renew():
+                        taken.append(True)
+                        break
+                woke.set()
+
+            await asyncio.gather(paused_mid_transaction(), standby())
+            assert taken and kb.epoch is not None and kb.epoch > 1, kb.last_error
+        finally:
+            await a.close()
+            await b.close()
+
+    asyncio.run(main())
