@@ -234,7 +234,8 @@ class V5Cluster:
             row["ready"] += lag - inflight
             if q["consume_delay_ms"] is not None:
                 row["lag_latency_ms"] = max(row["lag_latency_ms"] or 0, q["consume_delay_ms"])
-                row["queueing_latency_ms"] = row["lag_latency_ms"] if lag > inflight else 0
+        for row in summed.values():  # nothing waits to be pulled: no queueing latency
+            row["queueing_latency_ms"] = row["lag_latency_ms"] if row["ready"] > 0 else 0
         return [summed[key] for key in sorted(summed)]
 
     def _pop_rows(self, base: dict[str, Any], broker: str, ts: datetime) -> list[dict[str, Any]]:
