@@ -5,11 +5,13 @@
         ParquetStore(root).append_all(tables, ts)
 
 A history is one small RocketMQ cluster named h0, h1, ... (every rule keys by cluster, so many
-histories share one store and one evaluation), evolving over `cycles` collection cycles of 30 s:
+histories share one store and one evaluation), evolving over `cycles` collection cycles of 30 s
+(tests/spark/history_events.py: the clock, events and their placement):
 1-2 brokers (broker-a may have a slave), TopicA on every broker (2-4 queues each), sometimes TopicB
 (created mid-history, with its own group GroupC), 1-3 clients per group, a %RETRY% topic per group,
-a %DLQ% topic once a group dead-letters. Beside them runs the daemon's own stream: cluster
-"rocketwatch", table daemon_health, one or two hosts.
+a %DLQ% topic once a group dead-letters; some histories are 5.x clusters (tests/spark/histories_v5.py:
+timer wheel, half messages, native metrics pages, a pop-mode group). Beside them runs the daemon's
+own stream (tests/spark/history_daemon.py): cluster "rocketwatch", table daemon_health, one or two hosts.
 
 Seeded scenario events (SCENARIOS) drive the built-in rules: every kind is placed in some history of
 every run (round robin), on lanes that keep two events from masking each other, and ends a few cycles
@@ -25,16 +27,16 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterable
-from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
 from daemon.collectors.health import with_target_figures
 from rules.tables import SELF_CLUSTER
+from tests.spark.histories_v5 import V5_BROKER_LANES, V5_SCENARIOS, V5_WINDOWED_TAIL, V5Cluster, v5_placement
+from tests.spark.history_daemon import DaemonStream
+from tests.spark.history_events import INTERVAL, START, TAIL, Event, Placer, ms
 
-# Crosses an hour, so the windows span two store partitions.
-START = datetime(2026, 11, 21, 10, 47, 30, tzinfo=UTC)
-INTERVAL = timedelta(seconds=30)
 MAX_LATE_S = 25.0  # below the 28 s that at least separate two cycles of one history
 CLUSTER_TABLES = ("process_queue", "consumer_queue", "consumer_status", "consumer_client", "topic_queue", "broker",
                   "collector_health")
@@ -65,20 +67,11 @@ SCENARIOS: dict[str, tuple[tuple[str, ...], int, int]] = {
     "dlq": (("DeadLetterQueueGrowing",), 3, 10),
     "retry": (("RetryBacklogGrowing",), 5, 12),
     "burst": ((), 3, 4),  # producers of TopicA send 10x for a while: a lagging group reaches critical
-}
-DAEMON_SCENARIOS: dict[str, tuple[tuple[str, ...], int, int]] = {
-    "eval_failing": (("RocketwatchEvaluationFailing",), 3, 10),
-    "eval_slow": (("RocketwatchEvaluationSlow",), 3, 10),
-    "outbox_old": (("RocketwatchOutboxBackingUp",), 3, 10),
-    "outbox_deep": (("RocketwatchOutboxDeep",), 3, 10),
-    "store_filling": (("RocketwatchStoreDiskFilling",), 3, 10),
-    # The HA coordinator stops answering: what the daemon would send is held until it answers again.
-    "ha_held": (("RocketwatchCoordinatorUnreachable", "RocketwatchNotificationsHeld"), 3, 10),
+    **V5_SCENARIOS,  # timer wheel, half messages, pop-mode consumers (tests/spark/histories_v5.py)
 }
 # Rules over a window keep firing until the growth or the changes leave it: their events end this
 # many cycles before the history does (10-minute windows: 20 cycles, plus a margin).
-WINDOWED_TAIL = {"dlq": 23, "churn": 23}
-TAIL = 4
+WINDOWED_TAIL = {"dlq": 23, "churn": 23, **V5_WINDOWED_TAIL}
 GROUP_KINDS = ("slow", "all_slow", "stuck", "blocked", "offline", "churn", "double_hold")
 BROKER_METRICS = ("slave_behind", "schedule_backlog", "dispatch", "put_latency", "page_cache_lock", "transient_pool",
                   "disk", "send_queue", "pull_queue")
@@ -90,22 +83,6 @@ class Cycle(NamedTuple):
     cluster: str
     ts: datetime
     tables: dict[str, list[dict[str, Any]]]
-
-
-@dataclass
-class Event:
-    """A scenario event active for cycles start <= i < end of one history."""
-
-    kind: str
-    start: int
-    end: int
-    target: str = ""  # group, broker or host name; "" for the cluster
-    level: float = 0.0  # magnitude, per kind
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    def on(self, i: int) -> bool:
-        """Whether the event is active at cycle i."""
-        return self.start <= i < self.end
 
 
 def generate(seed: int, histories: int, cycles: int) -> list[Cycle]:
@@ -122,11 +99,12 @@ def describe(seed: int, histories: int, cycles: int) -> list[str]:
     for model in [*models, daemon]:
         events = ", ".join(f"{e.kind}({e.target or '-'}) {e.start}-{e.end - 1}"
                            + (f" reset at {e.extra['reset_at']}" if "reset_at" in e.extra else "") for e in model.events)
-        lines.append(f"{model.name}: skips {sorted(model.skips)}; {events}")
+        version = " (5.x)" if getattr(model, "v5", None) else ""
+        lines.append(f"{model.name}{version}: skips {sorted(model.skips)}; {events}")
     return lines
 
 
-def _models(seed: int, histories: int, cycles: int) -> tuple[random.Random, list[_Cluster], _Daemon, range]:
+def _models(seed: int, histories: int, cycles: int) -> tuple[random.Random, list[_Cluster], DaemonStream, range]:
     """The seeded models of one run, and the rng left for the commit order."""
     rng = random.Random(seed)
     # Dealt round robin, the kinds that compete for a group's time first, so they spread over the histories.
@@ -142,7 +120,7 @@ def _models(seed: int, histories: int, cycles: int) -> tuple[random.Random, list
     pause = _pause(rng, cycles)
     models = [_Cluster(f"h{h}", h, random.Random(rng.random()), cycles, pause, assigned[h], extras[h])
               for h in range(histories)]
-    return rng, models, _Daemon(random.Random(rng.random()), cycles, pause), pause
+    return rng, models, DaemonStream(random.Random(rng.random()), cycles, pause), pause
 
 
 def cycle_of(ts: datetime) -> int:
@@ -171,51 +149,6 @@ def _commit_order(rng: random.Random, streams: Iterable[tuple[str, list]]) -> li
         assert cycle.ts > newest.get(cycle.cluster, cycle.ts - INTERVAL), cycle.cluster
         newest[cycle.cluster] = cycle.ts
     return ordered
-
-
-def _ms(seconds: float) -> timedelta:
-    return timedelta(milliseconds=round(seconds * 1000))
-
-
-class _Placer:
-    """Places events on lanes (a group, a broker's metric, ...) so that two events never share one."""
-
-    def __init__(self, rng: random.Random, cycles: int, hidden: Iterable[int]) -> None:
-        self.rng = rng
-        self.cycles = cycles
-        self.hidden = set(hidden)  # cycles nobody collects
-        self.busy: dict[str, list[tuple[int, int]]] = {}
-
-    def place(self, lanes: Iterable[str], shortest: int, longest: int, first: int = 2, tail: int = TAIL,
-              at: int | None = None) -> tuple[int, int] | None:
-        """A free (start, end) on all `lanes`, starting at `at` (or from `first` on) and ending `tail` cycles
-        before the history does; None when nothing fits."""
-        lanes = list(lanes)
-        last_end = self.cycles - tail
-        tries = [(self.rng.randint(shortest, longest), None) for _ in range(40)]
-        tries += [(shortest, start) for start in range(first, last_end - shortest + 1)]  # then every start, shortest
-        for length, start in tries:
-            length = min(length, last_end - (at if at is not None else first))
-            if length < shortest:
-                return None
-            if start is None:
-                start = at if at is not None else self.rng.randint(first, last_end - length)
-            end = start + length
-            if end <= last_end and self._seen(start, end, shortest) and self._free(lanes, start, end):
-                for lane in lanes:
-                    self.busy.setdefault(lane, []).append((start, end))
-                return start, end
-        return None
-
-    def _seen(self, start: int, end: int, shortest: int) -> bool:
-        """Whether enough of [start, end) is collected: a few cycles, two of them once the event is `shortest` old
-        (a stall or a lag spans a pause; the findings need samples when they are due)."""
-        seen = [c for c in range(start, end) if c not in self.hidden]
-        return len(seen) >= min(shortest, 3) and sum(1 for c in seen if c >= start + shortest - 2) >= 2
-
-    def _free(self, lanes: list[str], start: int, end: int) -> bool:
-        """No event on `lanes` within a cycle of [start, end)."""
-        return all(e < start or s > end for lane in lanes for s, e in self.busy.get(lane, []))
 
 
 @dataclass
@@ -276,6 +209,8 @@ class _Cluster:
         self.events: list[Event] = []
         self._place(required, extras, self.skips | set(pause))
         self._init_state()
+        v5 = any(k in V5_SCENARIOS for k in kinds) or rng.random() < 0.25  # else 4.x: no timer, native or pop rows
+        self.v5 = V5Cluster(name, self.net, random.Random(rng.random()), self.brokers, self._active) if v5 else None
 
     # -- scenario placement -------------------------------------------------------------------------------------
 
@@ -287,14 +222,14 @@ class _Cluster:
         attempts = 12
         for attempt in range(attempts):  # start over with shorter events until the required ones all fit
             self.events = []
-            placer = _Placer(self.rng, self.cycles, hidden)
+            placer = Placer(self.rng, self.cycles, hidden)
             stretch = 1.0 - attempt / (attempts - 1)
             if all([self._place_one(placer, kind, stretch) for kind in required]):
                 break
         for kind in extras:
             self._place_one(placer, kind, 1.0)
 
-    def _place_one(self, placer: _Placer, kind: str, stretch: float) -> bool:
+    def _place_one(self, placer: Placer, kind: str, stretch: float) -> bool:
         """Place one event of `kind` on the first of its possible targets (in seeded order) that has room, at most
         `stretch` of the way from its shortest to its longest duration."""
         targets: list[str] = [""]
@@ -304,7 +239,7 @@ class _Cluster:
                 targets = [g for g in targets if not self.groups[g]["orderly"]]
         return any(self._try_place(placer, kind, target, stretch) for target in targets)
 
-    def _try_place(self, placer: _Placer, kind: str, target: str, stretch: float) -> bool:
+    def _try_place(self, placer: Placer, kind: str, target: str, stretch: float) -> bool:
         rng = self.rng
         _, shortest, longest = SCENARIOS[kind]
         longest = shortest + round((longest - shortest) * stretch)
@@ -313,7 +248,7 @@ class _Cluster:
         extra: dict[str, Any] = {}
         if kind == "broker_down":
             target = self.brokers[-1]
-            lanes = [f"{m}:{target}" for m in BROKER_METRICS] + [f"up:{target}"]
+            lanes = [f"{m}:{target}" for m in (*BROKER_METRICS, *V5_BROKER_LANES)] + [f"up:{target}"]
         elif kind in BROKER_METRICS:
             target = "broker-a" if kind in ("slave_behind", "transient_pool") else rng.choice(self.brokers)
             lanes = [f"{kind}:{target}"]
@@ -343,6 +278,8 @@ class _Cluster:
             target, lanes = "consume_stats", [kind, *(f"up:{b}" for b in self.brokers)]
         elif kind == "burst":
             target = "TopicA"
+        elif kind in V5_SCENARIOS:
+            target, lanes, level = v5_placement(kind, self.brokers, rng)
         if target in self.groups and self.groups[target]["topic"] == "TopicB":
             first = max(first, self.topics["TopicB"]["born"] + 1)
         placed = placer.place(lanes, shortest, longest, first, WINDOWED_TAIL.get(kind, TAIL), at)
@@ -420,7 +357,7 @@ class _Cluster:
         """Every cycle's (index, ts, tables); state advances through skipped cycles too."""
         out = []
         for i in range(self.cycles):
-            ts = START + i * INTERVAL + _ms(self.offset_s + self.rng.uniform(-1.0, 1.0))
+            ts = START + i * INTERVAL + ms(self.offset_s + self.rng.uniform(-1.0, 1.0))
             tables = self.step(i, ts)
             if i not in self.skips and i not in pause:
                 out.append((i, ts, tables))
@@ -432,6 +369,8 @@ class _Cluster:
         down = {e.target for e in self.events if e.kind == "broker_down" and e.on(i)}
         produced = self._produce(i, ts, down)
         self._consume(i, ts, produced)
+        if self.v5:
+            self.v5.advance(i, ts, down)
         tables: dict[str, list[dict[str, Any]]] = {t: [] for t in CLUSTER_TABLES}
         health = tables["collector_health"]
         health.append(self._health(ts, f"{self.net}.0.100:9876", "GET_BROKER_CLUSTER_INFO",
@@ -457,14 +396,14 @@ class _Cluster:
         if "broker-a" not in down:
             tables["topic_queue"].append(dict(
                 ts=ts, cluster=self.name, topic="SCHEDULE_TOPIC_XXXX", topic_kind="system", broker="broker-a",
-                queue_id=2, min_offset=0, max_offset=self.schedule["broker-a"], last_update_ts=ts - _ms(3.0)))
+                queue_id=2, min_offset=0, max_offset=self.schedule["broker-a"], last_update_ts=ts - ms(3.0)))
             for group in self.groups:
                 if not self._exists(self.groups[group]["topic"], i):
                     continue
                 tables["topic_queue"].append(dict(
                     ts=ts, cluster=self.name, topic=f"%RETRY%{group}", topic_kind="retry", group=group,
                     broker="broker-a", queue_id=0, min_offset=0, max_offset=self.retry_max[group],
-                    last_update_ts=ts - _ms(rng.uniform(0, 20))))
+                    last_update_ts=ts - ms(rng.uniform(0, 20))))
                 if group in self.dlq_max:
                     tables["topic_queue"].append(dict(
                         ts=ts, cluster=self.name, topic=f"%DLQ%{group}", topic_kind="dlq", group=group,
@@ -472,6 +411,8 @@ class _Cluster:
                         max_offset=self.dlq_max[group], last_update_ts=None))
         for group, spec in self.groups.items():
             self._group_rows(i, ts, group, spec, down, tables)
+        if self.v5:
+            self.v5.add_rows(ts, tables, down, self._addr)
         # As the collector does at the end of a cycle: each row says how its target fared overall.
         with_target_figures(health)
         return tables
@@ -499,14 +440,14 @@ class _Cluster:
             if quiet is not None:
                 produced[key] = 0
                 if self.last_update[key] is None:
-                    self.last_update[key] = START - _ms(quiet.level * 60 + rng.uniform(0, 20))
+                    self.last_update[key] = START - ms(quiet.level * 60 + rng.uniform(0, 20))
                 continue
             burst = 10 if topic == "TopicA" and self._active("burst", i) else 1
             n = int(spec["rate"] * burst * rng.uniform(0.8, 1.2))
             produced[key] = n
             self.max_offset[key] += n
             if n:
-                self.last_update[key] = ts - _ms(rng.uniform(0.0, 0.8))
+                self.last_update[key] = ts - ms(rng.uniform(0.0, 0.8))
         for group in self.groups:
             retry = self._active("retry", i, group)
             self.retry_max[group] += int(retry.level * rng.uniform(0.8, 1.2)) if retry else rng.choice([0, 0, 1, 3])
@@ -565,14 +506,14 @@ class _Cluster:
                         residual = rng.randint(0, rate // 20)
                         target = max(state.committed, top - residual)
                         state.committed = min(target, state.committed + produced.get(key[1:], 0) + 5 * rate)
-                    state.last_consume = ts - _ms(rng.uniform(0.0, 4.0))
+                    state.last_consume = ts - ms(rng.uniform(0.0, 4.0))
                 lag = top - state.committed
-                pulled = ts - _ms(rng.uniform(0.0, 2.0))
+                pulled = ts - ms(rng.uniform(0.0, 2.0))
                 if stuck is not None and key == self._stuck_queue(stuck, queues):
                     # one message in flight at frozen_at; the client keeps pulling and consuming after it
                     state.low, state.high = state.committed, max(state.committed + 1, top - rng.randint(0, 40))
                     state.cached = min(state.high - state.low, rng.randint(20, 300))
-                    state.last_consume, state.last_pull = ts - _ms(rng.uniform(0.0, 4.0)), pulled
+                    state.last_consume, state.last_pull = ts - ms(rng.uniform(0.0, 4.0)), pulled
                 elif blocked is not None and holder == self._blocked_client(blocked, assignment):
                     # nothing finishes; the client pulls until its cache is full
                     full = spec["threshold"] + 30
@@ -581,7 +522,7 @@ class _Cluster:
                     state.cached = min(lag, full)
                     state.low, state.high = state.committed, state.committed + max(state.cached - 1, 0)
                     if state.last_consume is None:
-                        state.last_consume = ts - _ms(rng.uniform(60.0, 90.0))
+                        state.last_consume = ts - ms(rng.uniform(60.0, 90.0))
                 else:
                     cap = spec["threshold"] + rng.randint(0, 40) if slow or not clients else rng.randint(0, 60)
                     state.cached = max(0, min(lag, cap))
@@ -663,7 +604,7 @@ class _Cluster:
             tables["consumer_queue"].append(dict(
                 ts=ts, cluster=self.name, group=group, topic=topic, broker=broker, queue_id=q, broker_offset=top,
                 consumer_offset=state.committed, pull_offset=pull,
-                last_consumed_store_ts=None if lag == 0 or rng.random() < 0.1 else ts - _ms(lag / rate * 30),
+                last_consumed_store_ts=None if lag == 0 or rng.random() < 0.1 else ts - ms(lag / rate * 30),
                 consume_delay_ms=delay, topic_kind="retry" if topic == retry_topic else "normal"))
 
     def _pq_row(self, ts: datetime, group: str, client: str, spec: dict[str, Any], queue: tuple[str, str, int],
@@ -703,7 +644,7 @@ class _Cluster:
         fast = int(tps * 60)
         row: dict[str, Any] = dict(
             ts=ts, cluster=self.name, broker=broker, broker_id=broker_id, addr=self._addr(broker, broker_id),
-            version=None if rng.random() < 0.05 else "V4_9_7", boot_ts=self.boot[broker],
+            version=None if rng.random() < 0.05 else "V5_3_3" if self.v5 else "V4_9_7", boot_ts=self.boot[broker],
             commitlog_min_offset=self.commitlog[broker] // 2, commitlog_max_offset=self.commitlog[broker],
             dispatch_behind_bytes=int(level("dispatch", rng.uniform(20, 200), rng.uniform(300, 900),
                                             rng.uniform(0.0, 0.06)) * mib),
@@ -727,6 +668,7 @@ class _Cluster:
             schedule_backlog=self.schedule[broker] if master else None,
         )
         row["put_slow_100ms"] = sum(buckets.values()) + row["put_latency_100_200ms"]
+        row.update(self.v5.timer_figures(broker, master) if self.v5 else {})
         if not master:
             behind = level("slave_behind", rng.uniform(280, 900), rng.uniform(1100, 3000), rng.uniform(0.0, 3.0))
             row["replication_behind_bytes"] = int(behind * mib)
@@ -753,71 +695,3 @@ def _allocate(queues: list[tuple[str, str, int]], clients: list[str]) -> dict[st
             out[client].extend(topic_queues[start:start + share])
             start += share
     return out
-
-
-class _Daemon:
-    """The daemon's own stream (cluster "rocketwatch"): one daemon_health row per host and cycle."""
-
-    def __init__(self, rng: random.Random, cycles: int, pause: range) -> None:
-        self.name = SELF_CLUSTER
-        self.rng = rng
-        self.cycles = cycles
-        self.offset_s = round(rng.uniform(1.5, 28.0), 3)
-        self.hosts = {"rw-1": range(0, cycles)}
-        if rng.random() < 0.7:  # a second daemon host appears, and sometimes goes away again
-            born = rng.randint(3, cycles // 3)
-            self.hosts["rw-2"] = range(born, rng.choice([cycles, rng.randint(born + 6, cycles - 2)]))
-        self.skips = {rng.randint(1, cycles - 2) for _ in range(rng.randint(0, 2))}
-        placer = _Placer(rng, cycles, self.skips | set(pause))
-        self.events: list[Event] = []
-        for kind, (_, shortest, longest) in DAEMON_SCENARIOS.items():
-            for host in self.hosts:
-                if host != "rw-1" and rng.random() < 0.6:
-                    continue
-                placed = placer.place([f"{kind}:{host}"], shortest, longest, max(2, self.hosts[host].start + 1))
-                if placed is not None:
-                    self.events.append(Event(kind, placed[0], placed[1], host, rng.random()))
-
-    def _active(self, kind: str, i: int, host: str) -> Event | None:
-        return next((e for e in self.events if e.kind == kind and e.target == host and e.on(i)), None)
-
-    def run(self, pause: range) -> list[tuple[int, datetime, dict[str, list[dict[str, Any]]]]]:
-        """Every collected cycle's (index, ts, tables)."""
-        rng = self.rng
-        out = []
-        for i in range(self.cycles):
-            ts = START + i * INTERVAL + _ms(self.offset_s + rng.uniform(-1.0, 1.0))
-            rows = []
-            for host, alive in self.hosts.items():
-                if i not in alive:
-                    continue
-                failing = self._active("eval_failing", i, host)
-                slow = self._active("eval_slow", i, host)
-                old = self._active("outbox_old", i, host)
-                deep = self._active("outbox_deep", i, host)
-                full = self._active("store_filling", i, host)
-                held = self._active("ha_held", i, host)
-                critical = {e.kind: e.level >= 0.5 for e in (failing, slow, old, deep, full, held) if e is not None}
-                ratio = (rng.uniform(0.01, 0.045) if critical.get("store_filling") else rng.uniform(0.06, 0.14)) \
-                    if full else rng.uniform(0.3, 0.7)
-                rows.append(dict(
-                    ts=ts, cluster=SELF_CLUSTER, host=host,
-                    evaluate_seconds=None if i == alive.start or rng.random() < 0.03 else round(
-                        rng.uniform(95.0, 200.0) if critical.get("eval_slow") else
-                        rng.uniform(31.0, 85.0) if slow else rng.uniform(1.5, 8.0), 3),
-                    evaluate_interval_s=30.0,
-                    evaluation_failures=(i - failing.start + 1) * (3 if critical.get("eval_failing") else 1)
-                    if failing else 0,
-                    last_cycle_age_s=None if i == alive.start else round(rng.uniform(25.0, 40.0), 3),
-                    outbox_depth=(rng.randint(1100, 3000) if critical.get("outbox_deep") else rng.randint(210, 900))
-                    if deep else rng.randint(0, 20),
-                    outbox_oldest_age_s=round((rng.uniform(3700, 9000) if critical.get("outbox_old") else
-                                               rng.uniform(620, 3500)) if old else rng.uniform(0.0, 30.0), 3),
-                    store_free_bytes=int(ratio * 500 * 2**30), store_free_ratio=round(ratio, 5),
-                    held_notifications=rng.randint(1, 40) if held else 0,
-                    held_oldest_age_s=round((i - held.start + 1) * 30.0 + rng.uniform(5.0, 20.0) +
-                                            (900.0 if critical.get("ha_held") else 0.0), 3) if held else 0.0,
-                    ha_coordinator_up=0 if held else 1))
-            if i not in self.skips and i not in pause:
-                out.append((i, ts, {"daemon_health": rows}))
-        return out

@@ -38,7 +38,8 @@ from spark.evaluate import Evaluator
 from spark.reference import evaluate_reference
 from spark.saved_state import state_directory
 from spark.sizing import Sizing
-from tests.spark.histories import DAEMON_SCENARIOS, INTERVAL, SCENARIOS, Cycle, cycle_of, describe, generate
+from tests.spark.histories import INTERVAL, SCENARIOS, Cycle, cycle_of, describe, generate
+from tests.spark.history_daemon import DAEMON_SCENARIOS
 
 BIG_CLUSTER = Sizing(one_partition_max_rows=0, partition_rows=40, generated_min_rows=0)
 STALE = timedelta(seconds=60)  # 2 x the 30 s collect interval, the daemon's default (DESIGN §7)
@@ -297,7 +298,7 @@ def test_every_builtin_rule_fires_and_resolves_somewhere(walked: Walk) -> None:
         for kind, (names, _, _) in scenarios.items():
             for name in names:
                 driven.setdefault(name, []).append(kind)
-    assert not rules - set(driven), f"no scenario of tests/spark/histories.py drives {sorted(rules - set(driven))}"
+    assert not rules - set(driven), f"no scenario of tests/spark/histor*.py drives {sorted(rules - set(driven))}"
     silent = [f"{rule} (scenarios {', '.join(driven[rule])})" for rule in sorted(rules - set(walked.fired))]
     assert not silent, f"never fired in the reference (seed {walked.seed}): {silent}\nhistories:\n{walked.story()}"
     kept = sorted(rules - walked.resolved)
