@@ -62,7 +62,7 @@ class Profile:
 PROFILES = {
     # ~21 points, each two evaluations of the 31 built-in rules over 4 histories and the daemon's stream.
     "default": Profile(seeds=(20261127,), histories=4, cycles=40, evaluations=18, straddles=3, restarts=1,
-                       timeout_s=900),
+                       timeout_s=1800),
     "long": Profile(seeds=(20261127, 1, 2, 3), histories=6, cycles=64, evaluations=64, straddles=8, restarts=2,
                     timeout_s=3600),
 }
@@ -70,8 +70,8 @@ PROFILE_NAME = os.environ.get("RW_DIFF_PROFILE", "default")
 PROFILE = PROFILES[PROFILE_NAME]
 # RW_DIFF_SEEDS=3,17 replays those seeds with the profile's sizes (a failure message names its seed).
 SEEDS = tuple(int(s) for s in os.environ["RW_DIFF_SEEDS"].split(",")) if os.environ.get("RW_DIFF_SEEDS") else PROFILE.seeds
-# A seed's walk takes ~3 min (default profile, 2 cores) in its first test's setup: past the suite's
-# 300 s timeout on a loaded machine.
+# A seed's walk runs in its first test's setup: 876 s (default profile, 41 rules) on a loaded 2-core
+# machine, past the suite's timeout; the profile's own is the hang guard.
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(PROFILE.timeout_s)]
 
 # Built-in rules no history can make fire, with why. Every table the pack reads is generated, so none.
