@@ -3,10 +3,8 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
-# Where the suite's two processes keep their temporary files (each its own directory, wiped when it starts).
-TEST_TMP ?= $(or $(TMPDIR),/tmp)/rocketwatch-tests
 
-.PHONY: demo test test-on-spark-session test-beside-spark-session test-fast bench bench-streaming lint java chromium postgresql clean
+.PHONY: demo test test-fast bench bench-streaming lint java chromium postgresql clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -44,18 +42,8 @@ postgresql:
 demo: $(STAMP) java
 	$(VENV)/bin/rocketwatch demo
 
-# The suite as two pytest processes side by side, each one's output printed when it ends (-O): the
-# modules on the in-process SparkSession (one session per run) and everything else (daemon
-# subprocesses, Chromium, PostgreSQL, plain Python). Fails when either fails.
 test: $(STAMP) java chromium postgresql
-	mkdir -p $(TEST_TMP)
-	$(MAKE) --no-print-directory -j2 -O test-on-spark-session test-beside-spark-session
-
-test-on-spark-session:
-	$(PY) -m pytest -m spark_session --basetemp=$(TEST_TMP)/on-spark-session
-
-test-beside-spark-session:
-	$(PY) -m pytest -m "not spark_session" --basetemp=$(TEST_TMP)/beside-spark-session
+	$(PY) -m pytest
 
 # The inner loop: every test that starts neither Spark nor a daemon subprocess, on both cores (~1.5 min).
 test-fast: $(STAMP) postgresql

@@ -27,9 +27,6 @@ STARTS_SPARK = {
 
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects by markers
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    # `make test` runs the modules on the in-process SparkSession in one pytest process and the rest
-    # beside it in another (Makefile): a module with any test on the session goes with it whole.
-    on_session = {_module(item) for item in items if "spark" in getattr(item, "fixturenames", ())}
     for item in items:
         if (
             "spark" in getattr(item, "fixturenames", ())
@@ -37,12 +34,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             or item.nodeid.split("[", 1)[0] in STARTS_SPARK
         ):
             item.add_marker(pytest.mark.spark)
-        if _module(item) in on_session:
-            item.add_marker(pytest.mark.spark_session)
-
-
-def _module(item: pytest.Item) -> str:
-    return item.nodeid.split("::", 1)[0]
 
 
 @pytest.fixture(scope="session")

@@ -13,8 +13,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-# The waits' timeouts are ceilings for a quiet machine, stretched by this factor: `make test` runs two
-# pytest processes side by side on two cores, where a daemon's JVM starts and evaluates more slowly.
+# The waits' timeouts are ceilings for a quiet machine, stretched by this factor: on two shared cores
+# (the suite beside the daemon, or a busy CI runner) a daemon's JVM starts and evaluates more slowly.
 # A wait that succeeds returns as soon as its event happens, whatever its ceiling.
 PATIENCE = float(os.environ.get("ROCKETWATCH_TEST_PATIENCE", "2"))
 
