@@ -80,7 +80,8 @@ def test_killed_mid_send_the_notification_goes_out_once_after_restart(tmp_path):
             # One email thread: the first mail went out before the kill or after, but once; a later
             # alert of the same incident may follow as a reply in that thread, never as a new one.
             firsts = [m for m in smtp.messages if not m["In-Reply-To"]]
-            assert len(firsts) == 1, "the mail went out before the kill or after, but once"
+            heads = [(m["Message-ID"], m["In-Reply-To"], m["Subject"]) for m in smtp.messages]
+            assert len(firsts) == 1, f"the mail went out before the kill or after, but once: {heads}"
             assert len({m["Message-ID"] for m in smtp.messages}) == len(smtp.messages)
             assert all(m["In-Reply-To"] == firsts[0]["Message-ID"] for m in smtp.messages if m is not firsts[0])
             assert all(delivered for _, delivered in _outbox(state_db))
