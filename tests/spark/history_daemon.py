@@ -17,7 +17,9 @@ DAEMON_SCENARIOS: dict[str, tuple[tuple[str, ...], int, int]] = {
     "outbox_old": (("RocketwatchOutboxBackingUp",), 3, 10),
     "outbox_deep": (("RocketwatchOutboxDeep",), 3, 10),
     "store_filling": (("RocketwatchStoreDiskFilling",), 3, 10),
-    # The HA coordinator stops answering: what the daemon would send is held until it answers again.
+    # The HA coordinator stops answering: what the daemon would send is held until it answers again (the
+    # oldest held notification is past the warning's minute from the event's first collected cycle on, so a
+    # pause of every collector right after that cycle cannot leave the rule unjudged).
     "ha_held": (("RocketwatchCoordinatorUnreachable", "RocketwatchNotificationsHeld"), 3, 10),
 }
 
@@ -82,7 +84,7 @@ class DaemonStream:
                                                rng.uniform(620, 3500)) if old else rng.uniform(0.0, 30.0), 3),
                     store_free_bytes=int(ratio * 500 * 2**30), store_free_ratio=round(ratio, 5),
                     held_notifications=rng.randint(1, 40) if held else 0,
-                    held_oldest_age_s=round((i - held.start + 1) * 30.0 + rng.uniform(5.0, 20.0) +
+                    held_oldest_age_s=round((i - held.start + 2) * 30.0 + rng.uniform(5.0, 20.0) +
                                             (900.0 if critical.get("ha_held") else 0.0), 3) if held else 0.0,
                     ha_coordinator_up=0 if held else 1))
             if i not in self.skips and i not in pause:
