@@ -169,12 +169,12 @@ def _fold(kept: DataFrame | None, new: DataFrame, partitions: int) -> DataFrame:
     return folded.localCheckpoint(eager=False, storageLevel=StorageLevel.MEMORY_AND_DISK)
 
 
-def _kept_cycle(spark: SparkSession, store: Store, kept: DataFrame | None, commits: list[Commit],
-                rebuild: bool) -> tuple[DataFrame, tuple[int, int]]:
+def _kept_cycle(spark: SparkSession, store: Store, kept: DataFrame | None,
+                commits: list[Commit]) -> tuple[DataFrame, tuple[int, int]]:
     """Fold `commits` into `kept` under the engine's cycle settings, judge, free the frame replaced."""
     sizing = Sizing()
     partitions = sizing.partitions(commits)
-    with cycle_settings(spark, partitions, sizing.interpreted(commits, rebuild)):
+    with cycle_settings(spark, partitions, sizing.interpreted(commits)):
         folded = _fold(kept, _new_rows(spark, store, commits, partitions), partitions)
         judged = _judge(folded, F.col("n.ts"), store.ts - STALE)
     if kept is not None:
@@ -186,17 +186,17 @@ def measure_kept(spark: SparkSession, store: Store, warm: int, runs: int) -> dic
     """The kept frame: rebuild (cold JVM: a restarted daemon's first cycle), steady cycles, rebuild again (warm,
     as after a rules reload), idle JVM CPU."""
     t0 = time.monotonic()
-    kept, judged = _kept_cycle(spark, store, None, store.window(), True)
+    kept, judged = _kept_cycle(spark, store, None, store.window())
     first_s = time.monotonic() - t0
     steady: list[float] = []
     for i in range(warm + runs):
         commit = store.next_cycle()
         t0 = time.monotonic()
-        kept, judged = _kept_cycle(spark, store, kept, [commit], False)
+        kept, judged = _kept_cycle(spark, store, kept, [commit])
         if i >= warm:
             steady.append(time.monotonic() - t0)
     assert judged == (store.series, 0), judged
-    rebuild_s, (rebuilt, judged) = timed(lambda: _kept_cycle(spark, store, None, store.window(), True))
+    rebuild_s, (rebuilt, judged) = timed(lambda: _kept_cycle(spark, store, None, store.window()))
     assert judged == (store.series, 0), judged
     release(kept)
     release(rebuilt)

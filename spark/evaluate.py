@@ -94,7 +94,7 @@ class Evaluator:
         fresh = [f for f in planned.values() if f.signature not in state.frames.frames]
         whole = [c for c in commits if c.clusters] if fresh else []
         partitions = self.sizing.partitions(whole or new)
-        interpreted = self.sizing.interpreted(whole or new, rebuild=bool(fresh))
+        interpreted = self.sizing.interpreted(whole or new)
         with cycle_settings(self.spark, partitions, interpreted):
             try:
                 # 3. Fold the new cycles' rows into each kept frame, and 4. judge every rule from the

@@ -9,8 +9,8 @@ stores through the big clusters' ways too (tests/spark/test_incremental.py).
 - A small steady cycle's expressions are interpreted too (projections, predicates, orderings:
   `codegen.factoryMode`): generating their code costs a fixed share of every cycle even when the
   classes come from Spark's cache, and at 16 series that is more than interpreting a few hundred
-  rows. The interpreter's cost grows with the rows instead, so cycles that bring many rows, and
-  every rebuild, generate (GENERATED_MIN_ROWS).
+  rows. The interpreter's cost grows with the rows instead, so cycles and rebuilds that fold many
+  rows generate (GENERATED_MIN_ROWS).
 - Generated code holds `now` by reference, not as a literal in its source (GENERATED): NOW is
   written as a decimal constant (spark/sql.py), which Spark's code generator passes to the class
   it compiles through its references array, and constant folding, which would turn it back into
@@ -52,13 +52,16 @@ if TYPE_CHECKING:
 FOLD_ONE_PARTITION_MAX_ROWS = 4_000_000
 PARTITION_ROWS = 500_000
 
-# A steady cycle whose biggest table brings fewer new rows than this runs Spark's interpreted
-# operators; bigger ones, and every rebuild, run generated code. The generated classes are compiled
-# once and reused by every later cycle (`now` is not in their source, GENERATED), but
-# generating their source and finding it in the cache is a fixed cost per cycle; the interpreter
-# costs per row. Steady cycles of the built-in pack, the two ways alternating on one store (a
-# shared machine): 1k queue series 2.14 s interpreted against 2.45 s generated; 5k 1.71 / 1.90 s;
-# 16k 1.98 / 1.61 s; 160k generated 3.5-3.8 s (interpreted 6.56 s, quiet).
+# A cycle whose biggest table brings fewer rows to fold than this runs Spark's interpreted
+# operators; bigger ones run generated code. The generated classes are compiled once and reused by
+# every later cycle (`now` is not in their source, GENERATED), but generating their source and
+# finding it in the cache is a fixed cost per cycle; the interpreter costs per row. Steady cycles of
+# the built-in pack, the two ways alternating on one store (a shared machine): 1k queue series
+# 2.14 s interpreted against 2.45 s generated; 5k 1.71 / 1.90 s; 16k 1.98 / 1.61 s; 160k generated
+# 3.5-3.8 s (interpreted 6.56 s, quiet). A rebuild goes by the same measure: a small window's rebuild
+# generating code compiled classes its interpreted steady cycles never reuse, and a daemon's first
+# evaluation of a 2-broker store (3 cycles, 41 rules, a cold JVM on a loaded machine, two runs each)
+# took 72-73 s interpreted against 94-104 s generated.
 GENERATED_MIN_ROWS = 10_000
 
 
@@ -111,9 +114,9 @@ class Sizing:
         biggest = biggest_table_rows(commits)
         return 1 if biggest <= self.one_partition_max_rows else -(-biggest // self.partition_rows)
 
-    def interpreted(self, commits: Sequence[Commit], rebuild: bool) -> bool:
-        """Whether folding `commits` runs interpreted operators: a steady cycle bringing few rows."""
-        return not rebuild and biggest_table_rows(commits) < self.generated_min_rows
+    def interpreted(self, commits: Sequence[Commit]) -> bool:
+        """Whether folding `commits` runs interpreted operators: few rows to fold (a small cluster's cycle or window)."""
+        return biggest_table_rows(commits) < self.generated_min_rows
 
 
 @contextmanager

@@ -90,7 +90,7 @@ def test_edits_to_texts_and_threshold_levels_rebuild_nothing(spark: Any, tmp_pat
     # A stall's `over:` is folded: its table's frame is folded again from the window, and only that one.
     longer = _rules(tmp_path, {**STALL, "over": "6m"}, LAG)
     evaluator.evaluate(longer, _commit(store, 4) + timedelta(seconds=2), STALE)
-    assert evaluator.last_cycle == "folded 1 cycle(s), re-folded 1 frame(s) from 5 cycle(s), generated code"
+    assert evaluator.last_cycle == "folded 1 cycle(s), re-folded 1 frame(s) from 5 cycle(s)"
 
 
 def test_a_truncated_save_is_rebuilt_and_says_why(spark: Any, tmp_path: Path,
