@@ -6,11 +6,12 @@ import os
 import socket
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
+
+from tests.helpers import waiting
 
 REPO = Path(__file__).resolve().parents[2]
 # The waits' timeouts are ceilings for a quiet machine, stretched by this factor: on two shared cores
@@ -33,12 +34,10 @@ def log_tail(log: Path, lines: int = 40) -> str:
 
 def wait_until(predicate: Callable[[], object], timeout: float, what: str, log: Path) -> None:
     """Poll `predicate` until true (for at most `timeout` x PATIENCE seconds); fail naming `what` with the daemon's log tail."""
-    timeout *= PATIENCE
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what} did not happen within {timeout:.0f}s; daemon log tail:\n{log_tail(log)}")
-        time.sleep(0.2)
+    try:
+        waiting.wait_until(predicate, what, timeout * PATIENCE, interval=0.2)
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}; daemon log tail:\n{log_tail(log)}") from None
 
 
 def http(method: str, url: str, timeout: float = 10) -> tuple[int, str]:
