@@ -160,7 +160,7 @@ class Outbox:
             if not self.coordination.unreachable:
                 await settle(self, now)
                 await record_fail_open_sends(self)
-            failing_open = self.fail_open.due(self.coordination, self.held())
+            failing_open = self.fail_open.due(self.coordination, self.held)
             queues: dict[str, dict[str, list[OutboxRow]]] = {}
             for row in self.rows(undelivered_only=True):
                 queues.setdefault(row.receiver, {}).setdefault(row.group_key, []).append(row)

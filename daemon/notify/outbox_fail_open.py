@@ -10,6 +10,7 @@ second time, and the held rows other daemons kept are dropped as told (outbox_he
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Protocol
 
 from daemon.alerts.db import StateDB
@@ -41,15 +42,17 @@ class FailOpen:
         self.sends = 0  # rows sent fail-open by this process (rocketwatch_ha_fail_open_sends_total)
         self.active = False
 
-    def due(self, coordination: CoordinationService, held: int) -> bool:
+    def due(self, coordination: CoordinationService, held: Callable[[], int]) -> bool:
         """Whether this daemon sends its held rows now (it says so when that starts and ends)."""
+        if self.after is None:
+            return False
         away = coordination.away_for()
-        active = self.after is not None and coordination.unreachable and away >= self.after
+        active = coordination.unreachable and away >= self.after
         if active and not self.active:
             log.warning("coordinator away for %.0fs (ha.on_coordinator_loss.fail_open_after %gs): this daemon "
                         "sends the %d notification(s) it holds and what comes next itself; every other daemon cut "
                         "off does the same, so receivers may get duplicates (the trade chosen over delay). Last "
-                        "error: %s", away, self.after, held, coordination.status().last_error)
+                        "error: %s", away, self.after, held(), coordination.status().last_error)
         elif self.active and not active:
             log.warning("coordinator answers again: fail-open ends after %d send(s) by this daemon; what they "
                         "told enters the shared log once this daemon holds the lease", self.sends)
