@@ -24,6 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.report import run_facts, write_results  # noqa: E402
 from daemon.notify.model import Notification, ThreadRef  # noqa: E402
+from daemon.notify.outbox_fail_open import FailOpen  # noqa: E402
 from tests.daemon.coordination.ha_world import START, Node, World, end, world  # noqa: E402
 from tests.helpers.postgres import PostgresServer, find_bindir  # noqa: E402
 from tests.helpers.tcp_proxy import TcpProxy  # noqa: E402
@@ -40,6 +41,7 @@ class Sent:
     at: datetime
     notification: Notification
     stale: bool
+    fail_open: bool = False  # sent by a daemon failing open (ha.on_coordinator_loss): a chosen duplicate, not stale
 
 
 class Recording:
@@ -54,8 +56,10 @@ class Recording:
         mine = self.node.keeper.epoch
         newer = any(o.keeper.epoch is not None and (mine is None or o.keeper.epoch > mine)
                     for o in self.world.nodes if o is not self.node)
+        failing_open = self.node.outbox.fail_open.active
         self.log.append(Sent(self.node.name, self.receiver, self.world.clock.now, notification,
-                             stale=not self.node.keeper.may_send() or newer))
+                             stale=(not self.node.keeper.may_send() or newer) and not failing_open,
+                             fail_open=failing_open))
         return ref
 
 
@@ -73,11 +77,11 @@ async def _pause(w: World, t: float) -> None:
         a.running = True
 
 
-def _between(action_at_disrupt, action_at_recover):
+def _between(action_at_disrupt, action_at_recover, recover_at: float = RECOVER):
     async def during(w: World, t: float) -> None:
         if t == DISRUPT:
             action_at_disrupt()
-        if t == RECOVER:
+        if t == recover_at:
             action_at_recover()
     return during
 
@@ -99,6 +103,20 @@ def scenarios(server: PostgresServer, proxy: TcpProxy):
     ]
 
 
+def fail_open_scenarios(server: PostgresServer, proxy: TcpProxy):
+    """(name, disruption, via the proxy, ha.on_coordinator_loss.fail_open_after in seconds or None: hold)."""
+    long_outage = DISRUPT + 360
+    return [
+        ("PostgreSQL stopped 90 s, fail_open_after 30 s", _between(server.stop, server.start), False, 30.0),
+        ("holder cut from PostgreSQL (black-holed 90 s), fail_open_after 30 s",
+         _between(proxy.blackhole, proxy.restore), True, 30.0),
+        ("PostgreSQL stopped 6 min and started (hold, the default)",
+         _between(server.stop, server.start, long_outage), False, None),
+        ("PostgreSQL stopped 6 min, fail_open_after 5 min",
+         _between(server.stop, server.start, long_outage), False, 300.0),
+    ]
+
+
 async def play(w: World, during) -> None:
     """Run the timeline to its end with the disruption."""
     await w.open()
@@ -113,7 +131,7 @@ def figures(w: World, sent: list[Sent], disrupted: bool) -> dict[str, object]:
     expected_per_receiver = 8 * w.groups
     told: Counter[tuple[str, str, str, datetime | None]] = Counter()
     keys: Counter[tuple[str, str]] = Counter()
-    delays: list[float] = []
+    first: dict[tuple[str, str, str, datetime | None], float] = {}  # a change's first notification's delay
     for s in sent:
         keys[(s.receiver, s.notification.idempotency_key)] += 1
         for change in s.notification.changes:
@@ -123,14 +141,14 @@ def figures(w: World, sent: list[Sent], disrupted: bool) -> dict[str, object]:
             happened = (alert.resolved_at if change.kind == "resolved" else alert.fired_at) if alert else None
             if happened is not None and s.receiver == "hook" and disrupted \
                     and (happened - START).total_seconds() >= DISRUPT:
-                delays.append((s.at - happened).total_seconds())
+                first.setdefault((s.receiver, change.kind, change.fingerprint, fired), (s.at - happened).total_seconds())
     notified = len(told)
     lost = 2 * expected_per_receiver - notified
     duplicates = sum(n - 1 for n in keys.values()) + sum(n - 1 for n in told.values())
-    delays = [d for d in delays if d > 0] or [0.0]
+    delays = [d for d in first.values() if d > 0] or [0.0]
     delays.sort()
     return {"notified": notified, "lost": lost, "duplicates": duplicates, "disrupted": disrupted,
-            "stale_holder_sends": sum(1 for s in sent if s.stale),
+            "stale_holder_sends": sum(1 for s in sent if s.stale), "fail_open_sends": sum(1 for s in sent if s.fail_open),
             "failover_s": {"p50": statistics.median(delays), "p95": delays[int(0.95 * (len(delays) - 1))],
                            "max": delays[-1]}}
 
@@ -147,7 +165,8 @@ def main() -> None:
         server.init()
         server.start()
         with TcpProxy("127.0.0.1", server.port) as proxy:
-            for name, during, via_proxy in scenarios(server, proxy):
+            for name, during, via_proxy, fail_open in [*((*s, None) for s in scenarios(server, proxy)),
+                                                       *fail_open_scenarios(server, proxy)]:
                 if not server.running:
                     server.start()
                 dsn = server.dsn(server.create_database())
@@ -158,6 +177,7 @@ def main() -> None:
                               if via_proxy else dsn)
                     b = w.add("node-b", Path(tmp), dsn)
                     for node in (a, b):
+                        node.outbox.fail_open = FailOpen(fail_open)
                         node.notifiers = {r: Recording(n, node, r, w, sent) for r, n in node.notifiers.items()}
                     asyncio.run(play(w, during))
                 results[name] = figures(w, sent, during is not _nothing)
@@ -174,13 +194,18 @@ def main() -> None:
              f"{2 * changes}); `duplicates`: sends whose receiver key (Slack message metadata key, webhook "
              "Idempotency-Key) was seen before, plus changes told twice; `stale-holder sends`: sends by a daemon "
              "past its lease deadline or after another took a newer epoch; `failover`: seconds from an alert "
-             "change at or after the disruption to its notification (changes told at once excluded).", "",
+             "change at or after the disruption to its first notification (changes told at once excluded). "
+             "With `fail_open_after` each daemon cut off sends what it holds after that long (both daemons carry "
+             "the setting): `duplicates` then counts the changes both told, and the cell adds how many sends were "
+             "made fail-open.", "",
              "| scenario | notified | lost | duplicates | stale-holder sends | failover p50 / p95 / max (s) |",
              "|---|---|---|---|---|---|"]
     for name, r in results.items():
         f = r["failover_s"]
         failover = f"{f['p50']:.0f} / {f['p95']:.0f} / {f['max']:.0f}" if r["disrupted"] else "—"
-        lines.append(f"| {name} | {r['notified']} | {r['lost']} | {r['duplicates']} | {r['stale_holder_sends']} | "
+        duplicates = f"{r['duplicates']} ({r['fail_open_sends']} sent fail-open)" if r["fail_open_sends"] \
+            else r["duplicates"]
+        lines.append(f"| {name} | {r['notified']} | {r['lost']} | {duplicates} | {r['stale_holder_sends']} | "
                      f"{failover} |")
     write_results("ha", {**facts, "groups": groups, "alert_changes": changes, "lease": {"ttl_s": 15, "renew_s": 5,
                   "margin_s": 3}, "results": results}, "\n".join(lines) + "\n")

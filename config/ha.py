@@ -6,6 +6,7 @@ dispatches (DESIGN §11). Without the section a daemon is a single node (its own
       password_env: ROCKETWATCH_PG_PASSWORD   # environment variable, or systemd credential of that name
       node: ops-host-1                        # default: the host name
       lease: {ttl: 15s, renew_every: 5s, margin: 3s}
+      on_coordinator_loss: {fail_open_after: 5m}  # default: hold notifications until a coordinator answers
 
 The password never sits in the file: a connection string with one is refused (logs and `check` output
 show connection strings; a secret belongs in the environment or in `LoadCredential=`).
@@ -56,6 +57,18 @@ class LeaseConfig(BaseModel):
         return self
 
 
+class CoordinatorLossConfig(BaseModel):
+    """What a daemon does with notifications while no coordinator answers it: hold them (the default: delayed,
+    sent once by the next holder), or, after `fail_open_after`, send them itself (no delay beyond that, but
+    every daemon cut off does the same: duplicates)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    fail_open_after: Duration | None = Field(
+        default=None, description="send held notifications from this daemon after this long without the "
+        "coordinator, accepting duplicates (e.g. 5m); unset: hold them until a coordinator answers")
+
+
 class HaConfig(BaseModel):
     """Hot standby: every daemon collects and evaluates; the lease holder alone sends."""
 
@@ -69,6 +82,7 @@ class HaConfig(BaseModel):
     lease: LeaseConfig = Field(default_factory=LeaseConfig)
     timeout: Duration = Field(default=timedelta(seconds=5),
                              description="a coordinator call unanswered this long counts as the coordinator away")
+    on_coordinator_loss: CoordinatorLossConfig = Field(default_factory=CoordinatorLossConfig)
 
     @field_validator("connection")
     @classmethod
@@ -87,6 +101,15 @@ class HaConfig(BaseModel):
         if self.timeout > self.lease.renew_every:
             raise ValueError(f"timeout ({self.timeout.total_seconds():g}s) must not exceed lease.renew_every "
                              f"({self.lease.renew_every.total_seconds():g}s): one renewal ends before the next")
+        return self
+
+    @model_validator(mode="after")
+    def _fail_open_after_a_failover(self) -> HaConfig:
+        after = self.on_coordinator_loss.fail_open_after
+        if after is not None and after < self.lease.ttl:
+            raise ValueError(f"on_coordinator_loss.fail_open_after ({after.total_seconds():g}s) must be at least "
+                             f"lease.ttl ({self.lease.ttl.total_seconds():g}s): shorter, a routine failover would "
+                             "already send duplicates")
         return self
 
     def conninfo(self, env: Mapping[str, str] = os.environ) -> str:

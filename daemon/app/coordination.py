@@ -3,18 +3,32 @@ and its lease on /metrics: who sends, at which epoch, and how many notifications
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Gauge
+from collections.abc import Callable
+from datetime import datetime
+
+from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from config.models import RocketwatchConfig
 from daemon.coordination.factory import service_for
 from daemon.coordination.incident_ids import IncidentIds
 from daemon.coordination.service import CoordinationService
 from daemon.notify.outbox import Outbox
+from daemon.notify.outbox_fail_open import FailOpen
 
 
 def coordination_for(config: RocketwatchConfig) -> CoordinationService:
     """PostgreSQL and a shared lease with an `ha:` section; else the state file's private single-node lease."""
     return service_for(config.ha, config.state_dir / "state.db")
+
+
+def wire_ha(outbox: Outbox, config: RocketwatchConfig, evaluated: Callable[[], datetime | None]) -> None:
+    """With an `ha:` section: this daemon's row in the peers table after every renewal (its last evaluation
+    and held notifications), and what it does without a coordinator (hold, or fail open after a while)."""
+    if config.ha is None:
+        return
+    outbox.coordination.report_peer(evaluated, outbox.held, config.ha.node)
+    after = config.ha.on_coordinator_loss.fail_open_after
+    outbox.fail_open = FailOpen(after.total_seconds() if after is not None else None)
 
 
 def incident_ids(outbox: Outbox) -> IncidentIds:
@@ -24,14 +38,23 @@ def incident_ids(outbox: Outbox) -> IncidentIds:
 
 
 class HaMetrics:
-    """rocketwatch_ha_*: the lease as this daemon sees it and the notifications it holds."""
+    """rocketwatch_ha_*: the lease as this daemon sees it, the notifications it holds, and what it sent fail-open.
+
+    `rocketwatch_ha_holder` is unlabelled, 1 on the daemon that holds the lease and 0 on the others (each is
+    told apart by its scrape's `instance`): `sum(rocketwatch_ha_holder) != 1` is the alert on nobody, or on
+    two, holding it, and no series comes and goes with each new holder's process name."""
 
     def __init__(self, registry: CollectorRegistry) -> None:
         self.holder = Gauge("rocketwatch_ha_holder", "1 while this daemon holds the dispatch lease", registry=registry)
-        self.epoch = Gauge("rocketwatch_ha_lease_epoch", "The dispatch lease's epoch as last seen", registry=registry)
+        self.epoch = Gauge("rocketwatch_ha_epoch", "The dispatch lease's epoch as last seen (grows with each new "
+                           "holder)", registry=registry)
         self.held = Gauge("rocketwatch_ha_held_notifications",
                           "Notifications held because no coordinator answered (sent or dropped once one does)",
                           registry=registry)
+        self.fail_open = Counter("rocketwatch_ha_fail_open_sends",
+                                 "Notifications this daemon sent itself after ha.on_coordinator_loss.fail_open_after "
+                                 "without a coordinator (each possibly a duplicate)", registry=registry)
+        self._fail_open_seen = 0
 
     def observe(self, outbox: Outbox) -> None:
         """Read the lease and the outbox now (at scrape time)."""
@@ -39,3 +62,6 @@ class HaMetrics:
         self.holder.set(1 if status.holding else 0)
         self.epoch.set(status.epoch or 0)
         self.held.set(outbox.held())
+        sends = outbox.fail_open.sends
+        self.fail_open.inc(max(0, sends - self._fail_open_seen))
+        self._fail_open_seen = sends

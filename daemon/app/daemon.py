@@ -22,7 +22,7 @@ from daemon.alerts.incidents import IncidentBook
 from daemon.alerts.silences import SilenceStore
 from daemon.alerts.tracker import AlertTracker
 from daemon.alerts.value_history import ValueHistory
-from daemon.app.coordination import HaMetrics, coordination_for, incident_ids
+from daemon.app.coordination import HaMetrics, coordination_for, incident_ids, wire_ha
 from daemon.app.cycles import CycleRecord, CycleStats
 from daemon.app.http_view import HttpView
 from daemon.app.jobs import EVALUATE
@@ -182,6 +182,7 @@ class Daemon:
         self.db = StateDB(self.config.state_dir / "state.db")
         self.tracker = AlertTracker(self.db)
         self.outbox = Outbox(self.db, jitter=0.2, coordination=coordination_for(self.config))
+        wire_ha(self.outbox, self.config, lambda: self.last_cycle_at)
         self.silences = SilenceStore(self.db)
         self.group_actions = GroupActionStore(self.db)
         self.value_history = ValueHistory(self.db)

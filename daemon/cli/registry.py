@@ -13,6 +13,7 @@ from daemon.cli.analyze import register as register_analyze
 from daemon.cli.check import register as register_check
 from daemon.cli.collect import register as register_collect
 from daemon.cli.diagnose import register as register_diagnose
+from daemon.cli.ha import register as register_ha
 from daemon.cli.rules import register as register_rules
 from daemon.cli.run import register as register_run
 from daemon.cli.silence import register as register_silence
@@ -35,6 +36,7 @@ COMMAND_GROUPS: tuple[CommandGroup, ...] = (
     CommandGroup(("simulate",), register_simulate),
     CommandGroup(("test-rules", "eval", "replay"), register_rules, spark=("test-rules", "eval", "replay")),
     CommandGroup(("silence",), register_silence),
+    CommandGroup(("ha",), register_ha),
     CommandGroup(("diagnose",), register_diagnose, spark=("diagnose",)),
     CommandGroup(("analyze",), register_analyze, spark=("analyze",)),
 )

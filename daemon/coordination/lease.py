@@ -11,7 +11,7 @@ import logging
 import os
 import socket
 import uuid
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -70,8 +70,12 @@ class LeaseKeeper:
         self.sends_from: float = float("inf")  # monotonic: no send before this (a new holder waits one ttl)
         self.last: LeaseRecord | None = None  # the row as the last successful claim saw it (who holds it)
         self.last_error: str | None = None
+        self.answered_at: float | None = None  # monotonic: the start of the last claim the coordinator answered
         self.renewals = 0
         self.failures = 0
+        # Called after every renewal the coordinator answered (the peers table's row, peers.py); it must return
+        # at once: a renewal never waits on it.
+        self.after_renewal: Callable[[str, bool], None] | None = None
 
     def _now(self) -> float:
         return self.clock.monotonic()
@@ -133,6 +137,12 @@ class LeaseKeeper:
     async def renew(self) -> bool:
         """One claim (take or renew); True when we hold the lease afterwards. Never raises for the coordinator
         being away: the deadline set by the last success keeps counting down."""
+        holding = await self._claim()
+        if self.after_renewal is not None and self.last_error is None:
+            self.after_renewal(self.holder, holding)
+        return holding
+
+    async def _claim(self) -> bool:
         started = self._now()
         try:
             # Bounded by renew_every, so a silent coordinator cannot hold up the next attempt.
@@ -146,7 +156,7 @@ class LeaseKeeper:
                             self.name, self.last_error)
                 self._drop()
             return self.holding
-        self.last, self.last_error = record, None
+        self.last, self.last_error, self.answered_at = record, None, started
         if record.holder != self.holder:
             if self.epoch is not None:
                 log.warning("lease %r: now held by %s (epoch %d); this daemon stops dispatching",

@@ -101,6 +101,25 @@ class IncidentClaim:
     adopted: bool
 
 
+@dataclass(frozen=True)
+class PeerRecord:
+    """One daemon as the peers table has it (`renew_at` on the coordinator's clock, the others on its own)."""
+
+    node: str
+    holder: str
+    host: str
+    version: str
+    started_at: datetime
+    renew_at: datetime | None  # None before it is written (the coordinator stamps it)
+    evaluated_at: datetime | None
+    held: int
+    holds_lease: bool
+
+    def stale(self, now: datetime, ttl: float) -> bool:
+        """Not heard of for one lease ttl: stopped, paused, or cut from the coordinator."""
+        return self.renew_at is None or (now - self.renew_at).total_seconds() > ttl
+
+
 class Coordinator(Protocol):
     """What the daemon needs of a coordinator; PostgresCoordinator and SqliteCoordinator implement it."""
 
@@ -160,6 +179,18 @@ class Coordinator(Protocol):
 
     async def resolve_incident(self, incident_id: str, at: datetime) -> None:
         """Every alert of the incident resolved: the next alert at its locus opens a new one."""
+        ...
+
+    async def record_peer(self, peer: PeerRecord) -> tuple[list[PeerRecord], datetime]:
+        """Write this daemon's peers row (stamped with the coordinator's clock); every row and that clock."""
+        ...
+
+    async def peers(self) -> tuple[list[PeerRecord], datetime]:
+        """Every daemon's peers row and the coordinator's clock now."""
+        ...
+
+    async def read_lease(self, name: str) -> LeaseRecord | None:
+        """The lease row as it is, claiming nothing (None before any daemon took it)."""
         ...
 
 

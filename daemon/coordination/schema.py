@@ -71,6 +71,21 @@ MIGRATIONS: list[str] = [
     );
     CREATE UNIQUE INDEX coord_incidents_open_locus ON coord_incidents (locus) WHERE resolved_at IS NULL;
     """,
+    """
+    -- The peers: one row per daemon node, written after each of its lease renewals, so `rocketwatch ha
+    -- status` and every status page show who takes part, when each was last heard of and what it holds.
+    CREATE TABLE coord_peers (
+        node          TEXT PRIMARY KEY,          -- ha.node (default the host name): a restart keeps its row
+        holder        TEXT NOT NULL,             -- node/process instance, as in coord_lease.holder
+        host          TEXT NOT NULL,
+        version       TEXT NOT NULL,             -- rocketwatch's version on that node
+        started_at    DOUBLE PRECISION NOT NULL, -- when that process started (its own clock)
+        renew_at      DOUBLE PRECISION NOT NULL, -- its last renewal (coordinator's clock): written right after it
+        evaluated_at  DOUBLE PRECISION,          -- its last completed evaluation (its own clock)
+        held          INTEGER NOT NULL,          -- notifications it holds for want of a coordinator
+        holds_lease   INTEGER NOT NULL           -- 1: it held the dispatch lease after that renewal
+    );
+    """,
 ]
 
 

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
 from daemon.coordination.lease import LeaseKeeper
 from daemon.coordination.model import Coordinator, CoordinatorUnavailable
+from daemon.coordination.peers import PeerRecord, PeerReporter
 
 log = logging.getLogger(__name__)
 
@@ -39,12 +41,15 @@ class CoordinationService:
         self._stopping = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self.open_error: str | None = None  # the coordinator could not be opened (yet)
+        self.peer_reporter: PeerReporter | None = None
+        self.started_at: float | None = None  # monotonic, at start()
         self.opened = False
 
     async def start(self) -> None:
         """Open the coordinator (migrating its schema) and start renewing. A coordinator away at start is
         no reason not to start: the daemon runs, holds nothing, and opens it as soon as it answers."""
         self._stopping.clear()
+        self.started_at = self.keeper.clock.monotonic()
         await self._open()
         self._task = asyncio.get_running_loop().create_task(self._run(), name="lease")
         log.info("coordination: lease %r renewed every %gs as %s", self.keeper.name,
@@ -77,6 +82,14 @@ class CoordinationService:
         would send is held locally rather than dropped."""
         return self.open_error is not None or (not self.keeper.holding and self.keeper.last_error is not None)
 
+    def away_for(self) -> float:
+        """Seconds this daemon has been without the coordinator: since its last answered claim (or since it
+        started, if none was ever answered); 0 while it is not `unreachable`."""
+        if not self.unreachable:
+            return 0.0
+        since = self.keeper.answered_at if self.keeper.answered_at is not None else self.started_at
+        return max(0.0, self.keeper.clock.monotonic() - since) if since is not None else 0.0
+
     async def _run(self) -> None:
         while self.open_error is not None and not self._stopping.is_set():
             sleeper = asyncio.ensure_future(self.keeper.clock.sleep(self.keeper.timing.renew_every))
@@ -94,8 +107,24 @@ class CoordinationService:
         if self._task is not None:
             await self._task
             self._task = None
+        if self.peer_reporter is not None:
+            await self.peer_reporter.flushed()
         await self.coordinator.close()
         self.opened = False
+
+    def report_peer(self, evaluated: Callable[[], datetime | None], held: Callable[[], int],
+                    node: str | None = None) -> PeerReporter:
+        """Write this daemon's peers row after every renewal from now on (HA only: a single node has no peers)."""
+        reporter = PeerReporter(self.coordinator, node or self.keeper.holder.split("/", 1)[0], evaluated, held,
+                                timeout=self.keeper.timing.renew_every)
+        self.peer_reporter = reporter
+        self.keeper.after_renewal = reporter.after_renewal
+        return reporter
+
+    def peers(self) -> tuple[list[PeerRecord], datetime] | None:
+        """Every daemon's peers row as this daemon last read it (right after its last renewal), and the
+        coordinator's time of that read; None before the first, or when it writes no row."""
+        return self.peer_reporter.seen if self.peer_reporter is not None else None
 
     def status(self) -> LeaseStatus:
         """The lease as this daemon sees it now."""

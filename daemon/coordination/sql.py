@@ -29,6 +29,7 @@ from daemon.coordination.model import (
     from_seconds,
     to_seconds,
 )
+from daemon.coordination.peers import PeerTable
 from daemon.coordination.schema import MIGRATIONS, statements
 
 _REF = "route = :route AND receiver = :receiver AND group_key = :group_key"
@@ -46,7 +47,7 @@ class Tx(Protocol):
         ...
 
 
-class SqlCoordinator(ABC):
+class SqlCoordinator(PeerTable, ABC):
     """The Coordinator interface over any `Tx`; PostgresCoordinator and SqliteCoordinator supply one."""
 
     server_now_sql = ""  # the database's clock, seconds since the epoch

@@ -9,6 +9,7 @@ from datetime import datetime
 from html import escape
 from typing import Protocol
 
+from daemon.coordination.model import PeerRecord
 from daemon.coordination.service import CoordinationService, LeaseStatus
 
 
@@ -20,17 +21,20 @@ class _Outbox(Protocol):
 
 @dataclass(frozen=True)
 class HaView:
-    """The lease as this daemon sees it, and what it holds unsent."""
+    """The lease as this daemon sees it, what it holds unsent, and the peers table as it last read it."""
 
     lease: LeaseStatus
     held: int
+    peers: tuple[list[PeerRecord], datetime] | None = None  # the rows, and the coordinator's time of the read
+    ttl: float = 15.0  # a peer not heard of for this long is stale
 
 
 def ha_view(outbox: _Outbox | None) -> HaView | None:
     """What the HA section shows; None for a single node (its lease is its own state file's)."""
     if outbox is None or outbox.coordination.keeper.private:
         return None
-    return HaView(outbox.coordination.status(), outbox.held())
+    service = outbox.coordination
+    return HaView(service.status(), outbox.held(), service.peers(), service.keeper.timing.ttl)
 
 
 def _when(now: datetime, then: datetime | None) -> str:
@@ -68,5 +72,33 @@ def ha_section(view: HaView | None, now: datetime) -> str:
         f"<tr><th>epoch</th><td>{lease.epoch if lease.epoch is not None else '–'}</td></tr>"
         f"<tr><th>held since</th><td>{_when(now, lease.holder_since)}</td></tr>"
         f"<tr><th>claim expires</th><td>{_when(now, lease.expires_at)} (coordinator's clock)</td></tr>"
-        f"<tr><th>held notifications</th><td>{held}</td></tr>{error}</table>"
+        f"<tr><th>held notifications</th><td>{held}</td></tr>{error}</table>{_peers(view)}"
     )
+
+
+def _peers(view: HaView) -> str:
+    # As `rocketwatch ha status` shows them, read right after this daemon's last renewal: times compared with
+    # the coordinator's clock of that read (a row written since then is not here yet).
+    if view.peers is None:
+        return '<p class="muted">Peers: not read yet (each renewal writes this daemon\'s row and reads all).</p>'
+    rows, read_at = view.peers
+    body = "".join(
+        f"<tr><td>{escape(p.node)}</td><td>{escape(p.host)}</td><td>{escape(p.version)}</td>"
+        f"<td>{_when(read_at, p.renew_at)}</td><td>{_when(read_at, p.evaluated_at)}</td>"
+        f"<td>{_held(p.held)}</td>"
+        f"<td>{_peer_state(p, read_at, view.ttl)}</td></tr>"
+        for p in rows)
+    return (f"<h3>Peers</h3><p class=\"muted\">as read at {escape(read_at.strftime('%H:%M:%S'))} "
+            f"(coordinator's clock); stale: not heard of for over {view.ttl:g}s</p>"
+            "<table><tr><th>node</th><th>host</th><th>version</th><th>last renew</th><th>last evaluation</th>"
+            f"<th>held</th><th>lease</th></tr>{body}</table>")
+
+
+def _held(count: int) -> str:
+    return f'<span class="bad">{count}</span>' if count else "0"
+
+
+def _peer_state(peer: PeerRecord, now: datetime, ttl: float) -> str:
+    if peer.stale(now, ttl):
+        return '<span class="bad">stale</span>'
+    return '<span class="ok">holder</span>' if peer.holds_lease else "standby"

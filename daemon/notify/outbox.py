@@ -26,6 +26,7 @@ from daemon.coordination.model import CoordinatorUnavailable
 from daemon.coordination.service import CoordinationService
 from daemon.notify.errors import DeliveryError
 from daemon.notify.model import Notification, Notifier, ThreadRef
+from daemon.notify.outbox_fail_open import FailOpen, record_fail_open_sends
 from daemon.notify.outbox_held import record_delivery, settle
 from daemon.notify.outbox_row import OutboxRow
 
@@ -71,6 +72,8 @@ class Outbox:
         # The evaluate job and the dispatch job may both flush; one flush at a time, or a row
         # could be sent twice.
         self._flush = asyncio.Lock()
+        # ha.on_coordinator_loss: hold (the default) or, after a while, send held rows from here (set by the app).
+        self.fail_open = FailOpen()
 
     def enqueue(self, receiver: str, notification: Notification, now: datetime, key: str | None = None,
                 route: str | None = None, seq: int | None = None, held: bool = False) -> str:
@@ -156,22 +159,24 @@ class Outbox:
                 self._hold_leased()
             if not self.coordination.unreachable:
                 await settle(self, now)
+                await record_fail_open_sends(self)
+            failing_open = self.fail_open.due(self.coordination, self.held)
             queues: dict[str, dict[str, list[OutboxRow]]] = {}
             for row in self.rows(undelivered_only=True):
                 queues.setdefault(row.receiver, {}).setdefault(row.group_key, []).append(row)
             await asyncio.gather(*(
-                self._deliver_receiver(notifiers.get(receiver), groups, now, report, ignore_backoff)
+                self._deliver_receiver(notifiers.get(receiver), groups, now, report, ignore_backoff, failing_open)
                 for receiver, groups in queues.items()
             ))
             return report
 
     async def _deliver_receiver(
         self, notifier: Notifier | None, groups: dict[str, list[OutboxRow]], now: datetime, report: DeliveryReport,
-        ignore_backoff: bool = False,
+        ignore_backoff: bool = False, failing_open: bool = False,
     ) -> None:
         for queue in groups.values():
             for position, row in enumerate(queue):
-                if row.held or (row.seq is not None and not self.coordination.keeper.may_send()):
+                if (row.held and not failing_open) or (row.seq is not None and not self.coordination.keeper.may_send()):
                     report.waiting += len(queue) - position  # not ours to send now: no attempt, no backoff
                     break
                 if row.next_attempt_at > now and not ignore_backoff:
@@ -219,8 +224,10 @@ class Outbox:
             report.errors.append(error)
             return False
         with self.db.transaction() as conn:
+            # A held row delivered was sent fail-open: the shared log learns of it later (outbox_fail_open.py).
             conn.execute(
-                "UPDATE outbox SET attempts = attempts + 1, delivered_at = ? WHERE id = ?",
+                "UPDATE outbox SET attempts = attempts + 1, delivered_at = ?, "
+                "sent_recorded = CASE WHEN held = 1 THEN 0 ELSE sent_recorded END WHERE id = ?",
                 (to_db_time(now), row.id),
             )
             if row.status == "resolved":
@@ -236,6 +243,8 @@ class Outbox:
                     (row.receiver, row.group_key, ref.model_dump_json(), to_db_time(now)),
                 )
         report.delivered += 1
+        if row.held:
+            self.fail_open.sent(row)
         if row.seq is not None:
             await record_delivery(self, row, ref)
         return True

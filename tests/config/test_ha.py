@@ -40,8 +40,11 @@ def test_a_two_host_section_loads_with_its_durations(tmp_path: Path) -> None:
           password_env: ROCKETWATCH_PG_PASSWORD
           node: ops-1
           lease: {ttl: 30s, renew_every: 10s, margin: 5s}
+          on_coordinator_loss: {fail_open_after: 5m}
         """))
     assert config.ha is not None and config.ha.node == "ops-1"
+    assert config.ha.on_coordinator_loss.fail_open_after.total_seconds() == 300
+    assert HaConfig(connection="dbname=rw").on_coordinator_loss.fail_open_after is None, "held by default"
     assert [d.total_seconds() for d in (config.ha.lease.ttl, config.ha.lease.renew_every, config.ha.lease.margin)] == [
         30, 10, 5]
     defaults = HaConfig(connection="postgresql://rw@pg/rocketwatch").lease
@@ -74,6 +77,8 @@ def test_a_password_in_the_connection_string_is_refused_at_its_line(tmp_path: Pa
     ("connection: 'dbname=rw'\n  lease: {ttl: 15s, renew_every: 5s, margin: 15s}", "margin (15s)"),
     ("connection: 'dbname=rw'\n  timeout: 6s", "timeout (6s) must not exceed lease.renew_every (5s)"),
     ("connection: 'dbname=rw'\n  lease: {ttl: 15s, renw_every: 5s}", "unknown field"),
+    ("connection: 'dbname=rw'\n  on_coordinator_loss: {fail_open_after: 10s}",
+     "fail_open_after (10s) must be at least lease.ttl (15s)"),
 ])
 def test_check_names_what_is_wrong_with_the_section(tmp_path: Path, ha: str, said: str,
                                                     capsys: pytest.CaptureFixture[str]) -> None:

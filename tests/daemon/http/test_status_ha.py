@@ -35,9 +35,18 @@ def test_holder_and_standby_each_show_the_holder_its_epoch_and_their_part(
         for node in ("ops-1", "ops-2"):
             ha = HaConfig(connection=connection, password_env="RW_PG_PASSWORD", node=node, timeout=2)
             service = service_for(ha, Path("unused"), clock, env=env)
+            outbox = Outbox(StateDB(tmp_path / f"{node}.db"), coordination=service)
+            service.report_peer(lambda: clock.now, outbox.held)
             await service.start()
             await service.keeper.renew()  # the first claim, in order: ops-1 takes the lease, ops-2 finds it held
-            outboxes.append(Outbox(StateDB(tmp_path / f"{node}.db"), coordination=service))
+            outboxes.append(outbox)
+        reporters = [o.coordination.peer_reporter for o in outboxes]
+        for reporter in reporters:  # both rows in (a row still in flight also makes a renewal skip its own)
+            assert reporter is not None
+            await reporter.flushed()
+        for outbox, reporter in zip(outboxes, reporters, strict=True):  # each reads both after its renewal
+            await outbox.coordination.keeper.renew()
+            await reporter.flushed()  # type: ignore[union-attr]
         try:
             now = datetime.now(UTC)
             return tuple(ha_section(ha_view(o), now) for o in outboxes)  # type: ignore[return-value]
@@ -52,6 +61,10 @@ def test_holder_and_standby_each_show_the_holder_its_epoch_and_their_part(
     assert "held notifications none" in holder
     assert re.search(r"This daemon \(ops-2/\S+\) standby", standby), standby
     assert re.search(r"lease holder ops-1/\S+ epoch 1", standby), standby  # the standby names the holder
+    for section in (holder, standby):  # both show the same peers table
+        assert re.search(r"Peers as read at 03:00:00 .* node host version last renew last evaluation held lease "
+                         r"ops-1 \S+ \S+ 03:00:00 \(0s ago\) 03:00:00 \(0s ago\) 0 holder "
+                         r"ops-2 \S+ \S+ 03:00:00 \(0s ago\) 03:00:00 \(0s ago\) 0 standby$", section), section
 
 
 def test_a_daemon_cut_from_its_coordinator_says_so_and_counts_what_it_holds(tmp_path: Path) -> None:
