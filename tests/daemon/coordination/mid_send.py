@@ -90,14 +90,18 @@ def node(name: str, tmp_path: Path, coordinator: Coordinator, clock: ManualClock
 
 
 async def crash_mid_send(tmp_path: Path, connect: Callable[[ManualClock], Coordinator], slack: SlackServer,
-                         clock: ManualClock, until: float = 120.0) -> Outcome:
-    """Run A and B until `until` seconds; A dies between its first Slack post and its sent record."""
+                         clock: ManualClock, until: float = 120.0, chatter: int = 0) -> Outcome:
+    """Run A and B until `until` seconds; A dies between its first Slack post and its sent record, and
+    `chatter` other messages reach the channel after that post (a busy channel)."""
     a_coordinator = connect(clock)
     a: Node | None = None
 
     def kill() -> None:
         assert a is not None
         a.running = False
+        for i in range(chatter):
+            ts = f"{clock.now.timestamp() + 1 + i / 1000:.6f}"
+            slack.messages[ts] = {"text": f"someone else's message {i}", "ts": ts}
 
     dying = DiesBeforeSentRecord(a_coordinator, kill)
     a = node("node-a", tmp_path, dying, clock, slack)  # type: ignore[arg-type]
