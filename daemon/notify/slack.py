@@ -156,8 +156,9 @@ class SlackNotifier:
                                    notification.unconfirmed_since, thread_ts)
         where = f"the thread {thread_ts} of channel {channel}" if thread_ts else f"channel {channel}"
         if lookup.found:
-            log.info("slack %s: %s of %s is already in %s (ts %s, found by its metadata): not posted again",
-                     self.name, notification.idempotency_key, notification.group_key, where, lookup.ts)
+            log.info("slack %s: %s of %s is already in %s (ts %s, found by its metadata in %d call(s)): not "
+                     "posted again", self.name, notification.idempotency_key, notification.group_key, where,
+                     lookup.ts, lookup.calls)
         elif lookup.unsure:
             kind = "scope" if lookup.missing_scope else lookup.unsure
             advice = (f"grant the app the {' / '.join(HISTORY_SCOPES)} scopes and reinstall it (README, upgrade "
