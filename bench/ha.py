@@ -5,6 +5,9 @@ ha_world.py), one PostgreSQL (Debian's binaries, tests/helpers/postgres.py), the
 webhook receiver on loopback, one manual clock stepped every 5 s (evaluation = renewal interval).
 BENCH_GROUPS consumer groups (default 26) each fire two queues and resolve them, twice: 8 alert changes
 per group (208 by default). Each scenario disrupts the holder at t = 160 s. Writes bench/results/ha.{json,md}.
+
+Mid-send crash (its own section, `mid_send_crash`): the holder killed between its Slack post and the sent
+record (tests/daemon/coordination/mid_send.py), the next holder looking the send up by its metadata.
 """
 
 from __future__ import annotations
@@ -23,9 +26,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.report import run_facts, write_results  # noqa: E402
+from daemon.coordination.postgres import PostgresCoordinator  # noqa: E402
 from daemon.notify.model import Notification, ThreadRef  # noqa: E402
 from daemon.notify.outbox_fail_open import FailOpen  # noqa: E402
 from tests.daemon.coordination.ha_world import START, Node, World, end, world  # noqa: E402
+from tests.daemon.coordination.mid_send import crash_mid_send, slack_server  # noqa: E402
+from tests.helpers.clock import ManualClock  # noqa: E402
 from tests.helpers.postgres import PostgresServer, find_bindir  # noqa: E402
 from tests.helpers.tcp_proxy import TcpProxy  # noqa: E402
 
@@ -153,6 +159,65 @@ def figures(w: World, sent: list[Sent], disrupted: bool) -> dict[str, object]:
                            "max": delays[-1]}}
 
 
+# ---- mid-send crash: the holder killed between the Slack post and its sent record ----------------------
+
+MID_SEND_RUNS = 5
+NO_HISTORY = ("chat:write", "files:write")
+
+
+def mid_send_cases():
+    """(name, the bot token's scopes or None for all, other messages in the channel after the post)."""
+    return [("history scope, quiet channel", None, 0),
+            ("history scope, 900 messages after the post (5 pages)", None, 900),
+            ("no history scope", NO_HISTORY, 0)]
+
+
+def mid_send_crash(server: PostgresServer) -> dict[str, dict[str, object]]:
+    """Each case MID_SEND_RUNS times on PostgreSQL: posts seen, marked, lookups, resolve time."""
+    out: dict[str, dict[str, object]] = {}
+    for name, scopes, chatter in mid_send_cases():
+        runs = []
+        for _ in range(MID_SEND_RUNS):
+            dsn = server.dsn(server.create_database())
+            clock = ManualClock()
+            with slack_server(clock, scopes) as slack, tempfile.TemporaryDirectory() as tmp:
+                def connect(c: ManualClock, dsn: str = dsn) -> PostgresCoordinator:
+                    return PostgresCoordinator(dsn, c, timeout=5.0)
+
+                outcome = asyncio.run(crash_mid_send(Path(tmp), connect, slack, clock, chatter=chatter))
+            runs.append(outcome)
+        send_ms = sorted(1000 * max(o.send_wall_seconds or [0.0]) for o in runs)
+        out[name] = {"runs": len(runs), "posts": [o.posts for o in runs], "marked": [o.marked for o in runs],
+                     "lookups": [o.lookups for o in runs],
+                     "resolve_s": [o.resolve_seconds for o in runs],
+                     "send_with_lookup_ms": {"p50": statistics.median(send_ms), "max": send_ms[-1]}}
+        print("mid-send crash:", name, out[name], flush=True)
+    return out
+
+
+def mid_send_lines(results: dict[str, dict[str, object]]) -> list[str]:
+    """The Markdown section of the mid-send crash."""
+    lines = ["", "## Holder killed between the Slack post and its sent record", "",
+             f"Each case {MID_SEND_RUNS} times on PostgreSQL: node A posts a group's first message and dies before "
+             "its sent record; node B takes the lease, retries the send under the same key and first looks it up "
+             "by its message metadata (conversations.history, include_all_metadata, from the intent's time "
+             "less 5 min, at most 5 pages of 200). `posts`: top-level chat.postMessage calls for the group "
+             "(1 = no duplicate); `resolve`: world seconds from the kill to B's sent record (lease ttl + a new "
+             "holder's wait); `B's send`: wall time of B's send, lookup included.", "",
+             "| case | posts | marked repeat | lookups (API calls) | resolve (s) | B's send p50 / max (ms) |",
+             "|---|---|---|---|---|---|"]
+
+    def spread(values: object) -> str:
+        vals = sorted(set(values))  # type: ignore[arg-type]
+        return " / ".join(f"{v:g}" if isinstance(v, float) else str(v) for v in vals)
+
+    for name, r in results.items():
+        ms = r["send_with_lookup_ms"]
+        lines.append(f"| {name} | {spread(r['posts'])} | {spread(r['marked'])} | {spread(r['lookups'])} | "
+                     f"{spread(r['resolve_s'])} | {ms['p50']:.0f} / {ms['max']:.0f} |")  # type: ignore[index]
+    return lines
+
+
 def main() -> None:
     """Run every scenario, print and save the table."""
     groups = int(os.environ.get("BENCH_GROUPS", "26"))
@@ -182,6 +247,7 @@ def main() -> None:
                     asyncio.run(play(w, during))
                 results[name] = figures(w, sent, during is not _nothing)
                 print(name, results[name], flush=True)
+        mid_send = mid_send_crash(server)
     finally:
         server.remove()
     facts = run_facts()
@@ -207,8 +273,9 @@ def main() -> None:
             else r["duplicates"]
         lines.append(f"| {name} | {r['notified']} | {r['lost']} | {duplicates} | {r['stale_holder_sends']} | "
                      f"{failover} |")
+    lines += mid_send_lines(mid_send)
     write_results("ha", {**facts, "groups": groups, "alert_changes": changes, "lease": {"ttl_s": 15, "renew_s": 5,
-                  "margin_s": 3}, "results": results}, "\n".join(lines) + "\n")
+                  "margin_s": 3}, "results": results, "mid_send_crash": mid_send}, "\n".join(lines) + "\n")
 
 
 if __name__ == "__main__":

@@ -73,6 +73,7 @@ class Intent:
     # A send a holder before us recorded and never confirmed: we retry it under the same key, and a
     # receiver that can look for it (Slack's metadata, issue 47) should before posting again.
     retry: bool = False
+    recorded_at: datetime | None = None  # when a holder first recorded this send (a retry keeps that time)
 
 
 @dataclass

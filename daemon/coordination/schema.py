@@ -54,7 +54,7 @@ MIGRATIONS: list[str] = [
         holder          TEXT NOT NULL,
         told            TEXT NOT NULL,           -- JSON: {"firing": {fp: severity}, "resolved": [fp]}
         reason          TEXT NOT NULL,
-        intent_at       DOUBLE PRECISION NOT NULL,
+        intent_at       DOUBLE PRECISION NOT NULL,  -- when first recorded (a later holder's retry keeps it)
         attempts        INTEGER NOT NULL,        -- holders that recorded this intent
         outcome         TEXT,                    -- NULL open, 'sent', 'superseded'
         sent_at         DOUBLE PRECISION,

@@ -194,7 +194,7 @@ class SqlCoordinator(PeerTable, ABC):
         async with self.transaction() as tx:
             await self._fence(tx, fence)
             await self._ensure_group(tx, fence, ref, labels, at)
-            open_intents = await tx.rows(f"SELECT seq, epoch FROM coord_sends WHERE {_REF} AND outcome IS NULL "
+            open_intents = await tx.rows(f"SELECT seq, epoch, intent_at FROM coord_sends WHERE {_REF} AND outcome IS NULL "
                                          f"ORDER BY seq DESC", _ref(ref))
             earlier = [i for i in open_intents if int(i["epoch"]) < fence.epoch]
             told_json = json.dumps({"firing": dict(told.firing), "resolved": list(told.resolved)}, sort_keys=True)
@@ -203,14 +203,16 @@ class SqlCoordinator(PeerTable, ABC):
             if earlier and earlier[0]["seq"] == open_intents[0]["seq"]:
                 # A holder before us recorded this send and never confirmed it: it may have reached the
                 # receiver, so it goes again under the same key (the receiver can recognise it).
-                seq, retry = int(earlier[0]["seq"]), True
+                # Its intent_at stays the first holder's: a receiver looks for an earlier copy from then on.
+                seq, retry, recorded_at = int(earlier[0]["seq"]), True, from_seconds(earlier[0]["intent_at"])
                 await tx.run("UPDATE coord_sends SET epoch = :epoch, holder = :holder, told = :told, reason = :reason, "
-                             "intent_at = :at, attempts = attempts + 1 WHERE seq = :seq", {**base, "seq": seq})
+                             "attempts = attempts + 1 WHERE seq = :seq", {**base, "seq": seq})
                 await tx.run(f"UPDATE coord_sends SET outcome = 'superseded' WHERE {_REF} AND outcome IS NULL "
                              "AND seq < :seq", {**_ref(ref), "seq": seq})
             else:
                 seq, retry = int((await tx.rows("UPDATE coord_counters SET value = value + 1 "
                                                 "WHERE name = 'send_seq' RETURNING value"))[0]["value"]), False
+                recorded_at = at
                 await tx.run(
                     "INSERT INTO coord_sends (seq, route, receiver, group_key, idempotency_key, epoch, holder, told, "
                     "reason, intent_at, attempts) VALUES (:seq, :route, :receiver, :group_key, :key, :epoch, :holder, "
@@ -218,7 +220,8 @@ class SqlCoordinator(PeerTable, ABC):
                     {**base, **_ref(ref), "seq": seq, "key": idempotency_key(ref.receiver, ref.group_key, seq)})
             await tx.run(f"UPDATE coord_log SET seq = :seq, epoch = :epoch WHERE {_REF} AND seq < :seq",
                          {**_ref(ref), "seq": seq, "epoch": fence.epoch})
-        return Intent(ref, seq, idempotency_key(ref.receiver, ref.group_key, seq), fence.epoch, told, reason, retry)
+        return Intent(ref, seq, idempotency_key(ref.receiver, ref.group_key, seq), fence.epoch, told, reason, retry,
+                      recorded_at)
 
     async def record_sent(self, fence: Fence, ref: GroupRef, seq: int, reply: Mapping[str, Any], at: datetime) -> None:
         """The receiver took send `seq`: the log now says what its intent told; the reply joins the receiver data."""
@@ -314,7 +317,7 @@ def _intent(row: Mapping[str, Any]) -> Intent:
     told = json.loads(row["told"])
     return Intent(GroupRef(row["route"], row["receiver"], row["group_key"]), int(row["seq"]),
                   row["idempotency_key"], int(row["epoch"]), Told(told["firing"], tuple(told["resolved"])),
-                  row["reason"], int(row["attempts"]) > 1)
+                  row["reason"], int(row["attempts"]) > 1, from_seconds(row["intent_at"]))
 
 
 def _group(row: Mapping[str, Any], intent: Intent | None) -> LogGroup:

@@ -244,6 +244,8 @@ class Dispatcher:
                 turn.fence = None
                 return None
             else:
+                if intent.retry:  # an earlier holder's send, never confirmed: it may be at the receiver already
+                    notification = notification.model_copy(update={"unconfirmed_since": intent.recorded_at or now})
                 self.outbox.enqueue(route.receiver, notification, now, key=intent.key, route=route.id, seq=intent.seq)
         self.log.sent(group, decision.reason, now)
         if not alerts:

@@ -119,6 +119,11 @@ class Notification(_Frozen):
     idempotency_key: str = ""
     reason: str = ""  # why it is sent: first, new_alerts_in_group, resolved, severity_changed, repeat_interval_elapsed
     incident: IncidentSnapshot | None = None  # when grouped by incident
+    # Set only on a send that may already be at its receiver: recorded (an intent, an outbox row) and
+    # never confirmed, e.g. its sender was killed between the send and its record. Any earlier copy was
+    # sent no earlier than this; a receiver that can look for it (Slack: the key in its messages'
+    # metadata) does before sending again. None on every first send: no extra call on the hot path.
+    unconfirmed_since: datetime | None = None
 
     @property
     def firing(self) -> list[AlertSnapshot]:

@@ -74,6 +74,11 @@ class Outbox:
         self._flush = asyncio.Lock()
         # ha.on_coordinator_loss: hold (the default) or, after a while, send held rows from here (set by the app).
         self.fail_open = FailOpen()
+        # Rows whose receiver may have them already, unconfirmed: what a previous process left undelivered
+        # (it may have been killed between a receiver's answer and marking the row), and rows whose send
+        # ended without an answer (a timeout, a dropped connection). Their next send says so (Slack looks
+        # for the copy first); every other send goes out without that extra look.
+        self._unconfirmed: set[int] = {r["id"] for r in db.query("SELECT id FROM outbox WHERE delivered_at IS NULL")}
 
     def enqueue(self, receiver: str, notification: Notification, now: datetime, key: str | None = None,
                 route: str | None = None, seq: int | None = None, held: bool = False) -> str:
@@ -194,7 +199,10 @@ class Outbox:
         try:
             if notifier is None:
                 raise LookupError("no receiver of that name in the config (kept until it returns)")
-            send = asyncio.wait_for(notifier.send(row.notification, thread), self.send_timeout)
+            notification = row.notification
+            if row.id in self._unconfirmed and notification.unconfirmed_since is None:
+                notification = notification.model_copy(update={"unconfirmed_since": row.created_at})
+            send = asyncio.wait_for(notifier.send(notification, thread), self.send_timeout)
             if row.seq is None:  # a local row (each daemon's own heartbeat): outside the lease
                 ref = await send
             else:
@@ -206,6 +214,8 @@ class Outbox:
             report.waiting += 1
             return False
         except Exception as exc:  # any failure of any receiver: keep the row, retry later
+            if not isinstance(exc, DeliveryError | LookupError):  # no answer: it may have arrived all the same
+                self._unconfirmed.add(row.id)
             attempts = row.attempts + 1
             retry_at = now + _retry_delay(exc, attempts) * (1 + random.uniform(0, self.jitter))
             detail = str(exc) or (f"no answer within {self.send_timeout:g}s" if isinstance(exc, TimeoutError) else "")
@@ -245,6 +255,7 @@ class Outbox:
         report.delivered += 1
         if row.held:
             self.fail_open.sent(row)
+        self._unconfirmed.discard(row.id)
         if row.seq is not None:
             await record_delivery(self, row, ref)
         return True

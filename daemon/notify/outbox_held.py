@@ -99,7 +99,8 @@ async def _settle_held(outbox: Outbox, row: OutboxRow) -> bool:
         return False
     except Fenced:
         return True
-    stored = row.notification.model_copy(update={"idempotency_key": intent.key})
+    stored = row.notification.model_copy(update={"idempotency_key": intent.key, "unconfirmed_since": (
+        intent.recorded_at or row.created_at) if intent.retry else row.notification.unconfirmed_since})
     with outbox.db.transaction() as conn:
         conn.execute("UPDATE outbox SET held = 0, seq = ?, idempotency_key = ?, payload = ? WHERE id = ?",
                      (intent.seq, intent.key, stored.model_dump_json(), row.id))

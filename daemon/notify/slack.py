@@ -18,6 +18,15 @@ from daemon.common.charts.sparkline import Point
 from daemon.notify import render, render_incident
 from daemon.notify.errors import DeliveryError
 from daemon.notify.model import AlertSnapshot, Notification, ThreadRef
+from daemon.notify.slack_lookup import (
+    HISTORY_SCOPES,
+    Lookup,
+    find_posted,
+    is_channel_id,
+    marked_message,
+    marked_reply,
+    message_metadata,
+)
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +69,9 @@ class SlackNotifier:
         self.reply_broadcast = reply_broadcast
         self.mention = mention  # called on a critical incident's first page
         self.channel = channel
+        # The channel's ID, which a lookup of Slack's history needs: configured, or learned from Slack's answers.
+        self.channel_id = channel if is_channel_id(channel) else None
+        self._warned: set[str] = set()  # why a lookup could not rule out a copy, logged once each
         self.max_alerts = max_alerts
         # Buttons only when an app-level token lets a Socket Mode listener receive the clicks.
         self.actions = actions
@@ -93,12 +105,11 @@ class SlackNotifier:
         message = render.slack_message(notification, self.max_alerts, actions=self.actions, notes=notes,
                                        rules=self.rules, external_url=self.external_url, detail=self.detail,
                                        mention=self.mention)
-        metadata = {
-            "event_type": "rocketwatch_notification",
-            # The outbox's idempotency key travels with the message, so a duplicate after a crash
-            # between "posted" and "recorded" can be recognised in the channel's history.
-            "event_payload": {"idempotency_key": notification.idempotency_key, "group": notification.group_key},
-        }
+        # The idempotency key travels with the message, so a send retried after a crash between "posted" and
+        # "recorded" finds it in the channel's history (slack_lookup.py) instead of posting it again.
+        metadata = message_metadata(notification, self.name)
+        if thread is not None and is_channel_id(thread.channel):
+            self.channel_id = self.channel_id or thread.channel
         if thread is not None:
             try:
                 await self.client.chat_update(channel=thread.channel or self.channel, ts=thread.id, **message)
@@ -109,17 +120,56 @@ class SlackNotifier:
                             self.name, notification.group_key, exc.response.get("error"))
                 thread = None
             else:
+                text = render.slack_thread_reply(notification, self.rules, self.external_url)
+                if notification.unconfirmed_since is not None:
+                    lookup = await self._look_up(notification, thread.channel or self.channel, thread.id)
+                    if lookup.found:
+                        return thread
+                    if lookup.unsure:
+                        text = marked_reply(text, lookup.unsure)
                 await self.client.chat_postMessage(
-                    channel=thread.channel or self.channel, thread_ts=thread.id,
-                    text=render.slack_thread_reply(notification, self.rules, self.external_url), metadata=metadata,
+                    channel=thread.channel or self.channel, thread_ts=thread.id, text=text, metadata=metadata,
                     reply_broadcast=self.reply_broadcast and broadcast_worthy(notification),
                 )
                 return thread
+        if notification.unconfirmed_since is not None:
+            lookup = await self._look_up(notification, self.channel_id or self.channel, None)
+            if lookup.found:
+                assert lookup.ts is not None and self.channel_id is not None
+                # The copy is the group's message: brought up to date (this send may tell more), not posted again.
+                await self.client.chat_update(channel=self.channel_id, ts=lookup.ts, **message)
+                return ThreadRef(id=lookup.ts, channel=self.channel_id)
+            if lookup.unsure:
+                message = marked_message(message, lookup.unsure)
         response = await self.client.chat_postMessage(channel=self.channel, metadata=metadata, **message)
+        if is_channel_id(response.get("channel")):
+            self.channel_id = self.channel_id or response["channel"]
         ref = ThreadRef(id=response["ts"], channel=response.get("channel") or self.channel)
         if notification.status == "firing" and self.value_series is not None:
             await self._upload_chart(notification, ref)
         return ref
+
+    async def _look_up(self, notification: Notification, channel: str | None, thread_ts: str | None) -> Lookup:
+        # Only a send recorded and never confirmed comes here: its copy may be in the channel already.
+        assert notification.unconfirmed_since is not None
+        lookup = await find_posted(self.client, channel, notification.idempotency_key,
+                                   notification.unconfirmed_since, thread_ts)
+        where = f"the thread {thread_ts} of channel {channel}" if thread_ts else f"channel {channel}"
+        if lookup.found:
+            log.info("slack %s: %s of %s is already in %s (ts %s, found by its metadata in %d call(s)): not "
+                     "posted again", self.name, notification.idempotency_key, notification.group_key, where,
+                     lookup.ts, lookup.calls)
+        elif lookup.unsure:
+            kind = "scope" if lookup.missing_scope else lookup.unsure
+            advice = (f"grant the app the {' / '.join(HISTORY_SCOPES)} scopes and reinstall it (README, upgrade "
+                      "notes)" if lookup.missing_scope else "configure the channel by its ID" if
+                      self.channel_id is None else "")
+            (log.warning if kind not in self._warned else log.info)(
+                "slack %s: cannot tell whether %s of %s is already in %s: %s; posting it again, marked as a "
+                "possible repeat%s", self.name, notification.idempotency_key, notification.group_key, where,
+                lookup.unsure, f"; {advice}" if advice else "")
+            self._warned.add(kind)
+        return lookup
 
     async def _upload_chart(self, notification: Notification, ref: ThreadRef) -> None:
         # The message is posted: a chart that fails to upload is logged, never a reason to post again.

@@ -1,11 +1,14 @@
-"""A local stand-in for the Slack Web API (chat.postMessage, chat.update) that records every call.
+"""A local stand-in for the Slack Web API (chat.postMessage, chat.update, conversations.history and
+.replies with message metadata) that records every call.
 
     with SlackServer(token="xoxb-test") as slack:
         AsyncWebClient(token="xoxb-test", base_url=slack.base_url)   # base_url ends in /api/
         slack.rate_limit_next(1, retry_after=1)    # next call: 429 + Retry-After: 1
         slack.fail_next(2, error="internal_error", status=500)
         slack.calls_to("chat.postMessage")
-        slack.messages[ts]                         # current state of a top-level message
+        slack.messages[ts]                         # current state of a top-level message (its metadata too)
+    SlackServer(..., scopes=("chat:write",)) answers conversations.* with missing_scope, as Slack does for
+    a bot token without channels:history; SlackServer(..., clock=f) stamps messages' ts with f() (seconds).
     SlackServer(..., app_token="xapp-test", socket_url=socket.url) also answers apps.connections.open.
 """
 
@@ -14,12 +17,17 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qsl
 
 CHANNEL_ID = "C0ALERTS"
+BOT_ID, APP_ID = "B0ROCKET", "A0ROCKET"
+ALL_SCOPES = ("chat:write", "files:write", "channels:history", "groups:history")
+# The scope each read method needs for CHANNEL_ID, a public channel (a private one would need groups:history).
+_NEEDS = {"conversations.history": "channels:history", "conversations.replies": "channels:history"}
 
 
 @dataclass
@@ -54,11 +62,14 @@ class SlackServer:
     messages: dict[str, dict[str, Any]] = field(default_factory=dict)
     replies: list[dict[str, Any]] = field(default_factory=list)
     uploads: list[dict[str, Any]] = field(default_factory=list)  # completed file uploads (bytes in "content")
+    scopes: tuple[str, ...] = ALL_SCOPES  # what the bot token was granted
+    clock: Callable[[], float] | None = None  # a message's ts (seconds); None: a counter from 1_700_000_000
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
         self._plan = _Plan()
         self._ts = 1_700_000_000
+        self._last_ts = 0.0
         self._files: dict[str, dict[str, Any]] = {}
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -109,7 +120,60 @@ class SlackServer:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
+    def history(self) -> list[dict[str, Any]]:
+        """Every message as conversations.history and .replies see it, oldest first."""
+        with self._lock:
+            return sorted(self._stored(), key=lambda m: float(m["ts"]))
+
     # ---- request handling (server thread) -------------------------------------------------------
+
+    def _next_ts(self) -> str:
+        if self.clock is None:
+            self._ts += 1
+            return f"{self._ts}.000100"
+        # Slack's ts are unique per channel: two posts within a microsecond still differ.
+        now = max(self.clock(), self._last_ts + 1e-6)
+        self._last_ts = now
+        return f"{now:.6f}"
+
+    def _stored(self) -> list[dict[str, Any]]:
+        # What Slack keeps of a posted message: its fields, the bot that posted it, its metadata.
+        out = []
+        for m in [*self.messages.values(), *self.replies]:
+            kept = {k: v for k, v in m.items() if k in ("text", "blocks", "attachments", "thread_ts", "ts",
+                                                        "metadata", "reply_broadcast")}
+            out.append({"type": "message", "bot_id": BOT_ID, "app_id": APP_ID, **kept})
+        return out
+
+    def _read(self, method: str, args: dict[str, Any]) -> dict[str, Any]:
+        # conversations.history: top-level messages (and replies broadcast to the channel), newest first;
+        # conversations.replies: a thread's parent then its replies, oldest first. Both page by cursor and
+        # leave `metadata` out unless include_all_metadata is set, as Slack does.
+        if args.get("channel") != CHANNEL_ID:
+            return {"ok": False, "error": "channel_not_found"}
+        oldest, latest = float(args.get("oldest") or 0), float(args.get("latest") or "inf")
+        inclusive = str(args.get("inclusive", "")).lower() in ("1", "true")
+
+        def within(m: dict[str, Any]) -> bool:
+            ts = float(m["ts"])
+            return (oldest <= ts <= latest) if inclusive else (oldest < ts < latest)
+
+        stored = self._stored()
+        if method == "conversations.history":
+            found = sorted((m for m in stored if within(m) and (not m.get("thread_ts") or m.get("reply_broadcast"))),
+                           key=lambda m: float(m["ts"]), reverse=True)
+        else:
+            parent = next((m for m in stored if m["ts"] == args.get("ts") and not m.get("thread_ts")), None)
+            if parent is None:
+                return {"ok": False, "error": "thread_not_found"}
+            found = [parent] + sorted((m for m in stored if m.get("thread_ts") == parent["ts"] and within(m)),
+                                      key=lambda m: float(m["ts"]))
+        if str(args.get("include_all_metadata", "")).lower() not in ("1", "true"):
+            found = [{k: v for k, v in m.items() if k != "metadata"} for m in found]
+        start, limit = int(args.get("cursor") or 0), int(args.get("limit") or 100)
+        page, more = found[start:start + limit], start + limit < len(found)
+        return {"ok": True, "messages": page, "has_more": more,
+                "response_metadata": {"next_cursor": str(start + limit) if more else ""}}
 
     def _answer(self, method: str, args: dict[str, Any], auth: str | None) -> tuple[int, dict, dict]:
         with self._lock:
@@ -129,9 +193,13 @@ class SlackServer:
                 return 200, {}, {"ok": True, "url": self.socket_url}
             if self.token is not None and auth != f"Bearer {self.token}":
                 return 200, {}, {"ok": False, "error": "invalid_auth"}
+            if method in _NEEDS and _NEEDS[method] not in self.scopes:
+                return 200, {}, {"ok": False, "error": "missing_scope", "needed": _NEEDS[method],
+                                 "provided": ",".join(self.scopes)}
+            if method in ("conversations.history", "conversations.replies"):
+                return 200, {}, self._read(method, args)
             if method == "chat.postMessage":
-                self._ts += 1
-                ts = f"{self._ts}.000100"
+                ts = self._next_ts()
                 message = {**args, "ts": ts}
                 if args.get("thread_ts"):
                     self.replies.append(message)
@@ -168,6 +236,9 @@ class SlackServer:
 
 def _handler_for(server: SlackServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 (slack-sdk reads conversations.* with GET and a query string)
+            self.do_POST()
+
         def do_POST(self) -> None:  # noqa: N802 (http.server's hook name)
             length = int(self.headers.get("Content-Length") or 0)
             body = self.rfile.read(length)
