@@ -10,24 +10,13 @@ null for that row (no finding) instead of failing the whole evaluation under ANS
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
-
 from rules.expressions import BinOp, BoolOp, Call, ColumnRef, Compare, Literal, Neg, Node, Not
 from rules.tables import TIMESTAMP, Table
 from spark.sql import NOW, literal, name
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-
 _ARITH = {"+": "try_add", "-": "try_subtract", "*": "try_multiply", "/": "try_divide", "%": "try_mod"}
 _COMPARE = {"<": "<", "<=": "<=", ">": ">", ">=": ">=", "==": "=", "!=": "<>"}
 _CALLS = {"abs": "abs", "coalesce": "coalesce", "greatest": "greatest", "least": "least"}
-
-
-def epoch_millis(moment: datetime) -> int:
-    """`moment` as epoch milliseconds (a naive datetime is taken as UTC)."""
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return (moment - _EPOCH) // timedelta(milliseconds=1)
 
 
 def compile_expression(node: Node, table: Table) -> str:
