@@ -6,6 +6,10 @@ from __future__ import annotations
 from prometheus_client import CollectorRegistry, Gauge
 
 from config.models import RocketwatchConfig
+from daemon.alerts.action_mirror import ActionMirror, mirror_actions
+from daemon.alerts.db import StateDB
+from daemon.alerts.group_actions import GroupActionStore
+from daemon.alerts.silences import SilenceStore
 from daemon.coordination.factory import service_for
 from daemon.coordination.incident_ids import IncidentIds
 from daemon.coordination.service import CoordinationService
@@ -15,6 +19,17 @@ from daemon.notify.outbox import Outbox
 def coordination_for(config: RocketwatchConfig) -> CoordinationService:
     """PostgreSQL and a shared lease with an `ha:` section; else the state file's private single-node lease."""
     return service_for(config.ha, config.state_dir / "state.db")
+
+
+def share_actions(config: RocketwatchConfig, db: StateDB, silences: SilenceStore, group_actions: GroupActionStore,
+                  service: CoordinationService) -> ActionMirror | None:
+    """With an `ha:` section, start mirroring silences and acknowledgements through the coordinator, synced at
+    every lease renewal's pace; a single node has nobody to share with (None)."""
+    if config.ha is None:
+        return None
+    mirror = mirror_actions(db, silences, group_actions, service, config.ha.lease.renew_every.total_seconds())
+    mirror.start()
+    return mirror
 
 
 def incident_ids(outbox: Outbox) -> IncidentIds:
