@@ -82,9 +82,8 @@ def test_the_newer_update_wins_whichever_daemon_offers_it_first(connect: Connect
         a.silences.expire(made.id, clock.now)
         clock.advance(10)
         b_end = b.silences.expire(made.id, clock.now).ends_at
-        await b.mirror.sync()
-        await a.mirror.sync()
-        await b.mirror.sync()
+        await asyncio.gather(a.mirror.sync(), b.mirror.sync())  # offered at once
+        await asyncio.gather(a.mirror.sync(), b.mirror.sync())
         assert [s.ends_at for s in a.silences.all()] == [s.ends_at for s in b.silences.all()] == [b_end]
 
     run_pair(connect, scenario)
