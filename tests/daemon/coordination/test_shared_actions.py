@@ -9,14 +9,16 @@ from pathlib import Path
 
 import pytest
 
-from daemon.alerts.action_mirror import ActionMirror
+from daemon.alerts.action_mirror import ActionMirror, mirror_actions
 from daemon.alerts.db import StateDB
 from daemon.alerts.group_actions import ACK, SILENCE_UNTIL_RESOLVED, GroupActionStore
 from daemon.alerts.silences import SilenceStore
 from daemon.coordination.model import Coordinator, CoordinatorUnavailable
 from daemon.coordination.postgres import PostgresCoordinator
+from daemon.coordination.service import CoordinationService
 from daemon.coordination.shared_actions import SharedActions
 from tests.daemon.coordination.conftest import Connect, run_pair
+from tests.daemon.coordination.test_lease import keepers
 from tests.helpers.clock import ManualClock
 from tests.helpers.postgres import PostgresServer
 
@@ -145,3 +147,30 @@ def test_a_silence_made_while_postgres_is_away_holds_locally_and_reaches_the_oth
             await cb.close()
 
     asyncio.run(main())
+
+
+def test_only_the_lease_holder_ends_a_groups_actions_and_its_end_reaches_the_standby(
+        connect: Connect, tmp_path: Path) -> None:
+    async def scenario(clock: ManualClock, ca: Coordinator, cb: Coordinator) -> None:
+        ka, kb = keepers(clock, ca, cb)
+        a_db, b_db = StateDB(tmp_path / "a.db"), StateDB(tmp_path / "b.db")
+        a_silences, b_silences = SilenceStore(a_db), SilenceStore(b_db)
+        a_actions, b_actions = GroupActionStore(a_db), GroupActionStore(b_db)
+        a_service, b_service = CoordinationService(ca, ka), CoordinationService(cb, kb)
+        a_service.opened = b_service.opened = True  # opened by run_pair
+        a = mirror_actions(a_db, a_silences, a_actions, a_service, interval=1.0)
+        b = mirror_actions(b_db, b_silences, b_actions, b_service, interval=1.0)
+        assert await ka.renew() and await kb.renew() is False  # A holds, B stands by
+        a_actions.record(GROUP_KEY, ACK, "ana", ORDERS, clock.now)
+        await a.sync()
+        await b.sync()
+        clock.advance(5)
+        assert await ka.renew() and await kb.renew() is False
+        # The group has no active alert on either: the standby's view ends nothing, the holder's does.
+        assert b_actions.close_resolved([], b_silences, clock.now) == [] and b_actions.acknowledged(GROUP_KEY)
+        assert [x.actor for x in a_actions.close_resolved([], a_silences, clock.now)] == ["ana"]
+        await a.sync()
+        await b.sync()
+        assert b_actions.acknowledged(GROUP_KEY) is None and a_actions.all() == b_actions.all() == []
+
+    run_pair(connect, scenario)
