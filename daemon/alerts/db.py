@@ -142,6 +142,16 @@ MIGRATIONS: list[str] = [
     ALTER TABLE outbox ADD COLUMN held INTEGER NOT NULL DEFAULT 0;
     ALTER TABLE outbox ADD COLUMN sent_recorded INTEGER NOT NULL DEFAULT 1;
     """,
+    """
+    -- Silences and group actions shared through an HA coordinator (daemon/alerts/action_mirror.py):
+    -- `updated_at` orders two versions of one row (the newer wins), `mirrored` is 0 while a local change
+    -- has not reached the coordinator. A group action that ended keeps its row, closed, for a day, so
+    -- the coordinator's copy of it never comes back as new.
+    ALTER TABLE silences ADD COLUMN updated_at TEXT;
+    ALTER TABLE silences ADD COLUMN mirrored INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE group_actions ADD COLUMN closed_at TEXT;
+    ALTER TABLE group_actions ADD COLUMN mirrored INTEGER NOT NULL DEFAULT 0;
+    """,
 ]
 
 

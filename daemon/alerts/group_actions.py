@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from config.matchers import Matcher, matches_all, parse_matcher
 from daemon.alerts.db import StateDB, from_db_time, to_db_time
@@ -17,6 +17,8 @@ from daemon.alerts.silences import SilenceStore
 
 ACK = "ack"
 SILENCE_UNTIL_RESOLVED = "silence_until_resolved"
+# An ended action's row stays this long, closed: a coordinator's older copy of it is recognised, not revived.
+CLOSED_KEPT = timedelta(days=1)
 
 
 def group_matchers(labels: Mapping[str, str]) -> list[str]:
@@ -52,6 +54,10 @@ class GroupActionStore:
 
     def __init__(self, db: StateDB) -> None:
         self.db = db
+        # Whether this daemon's view decides that a group resolved. Always for one node; with HA the
+        # lease holder's (daemon/alerts/action_mirror.py), whose evaluation is the one notifications follow.
+        self.may_close: Callable[[], bool] = lambda: True
+        self.changed: Callable[[], None] = lambda: None  # HA: the mirror shares the change at once
 
     def record(
         self, group_key: str, kind: str, actor: str, matchers: Sequence[str], now: datetime,
@@ -63,15 +69,16 @@ class GroupActionStore:
         action = GroupAction(group_key, kind, actor, now, tuple(matchers), silence_id)
         with self.db.transaction() as conn:
             conn.execute(
-                "INSERT OR REPLACE INTO group_actions (group_key, kind, actor, at, silence_id, matchers) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
+                "INSERT OR REPLACE INTO group_actions (group_key, kind, actor, at, silence_id, matchers, closed_at, "
+                "mirrored) VALUES (?, ?, ?, ?, ?, ?, NULL, 0)",
                 (group_key, kind, actor, to_db_time(now), silence_id, json.dumps(list(matchers))),
             )
+        self.changed()
         return action
 
     def all(self) -> list[GroupAction]:
         """Every open action, oldest first."""
-        rows = self.db.query("SELECT * FROM group_actions ORDER BY at")
+        rows = self.db.query("SELECT * FROM group_actions WHERE closed_at IS NULL ORDER BY at")
         return [
             GroupAction(r["group_key"], r["kind"], r["actor"], from_db_time(r["at"]), tuple(json.loads(r["matchers"])),
                         r["silence_id"])
@@ -95,6 +102,8 @@ class GroupActionStore:
         incidents: IncidentBook | None = None,
     ) -> list[GroupAction]:
         """End the actions of groups with no active alert left; expire their until-resolved silences."""
+        if not self.may_close():
+            return []
         closed = [a for a in self.all() if not any(a.covers(alert, incidents) for alert in active)]
         for action in closed:
             if action.kind == SILENCE_UNTIL_RESOLVED and action.silence_id:
@@ -102,7 +111,10 @@ class GroupActionStore:
                 with contextlib.suppress(KeyError):
                     silences.expire(action.silence_id, now)
             with self.db.transaction() as conn:
-                conn.execute(
-                    "DELETE FROM group_actions WHERE group_key = ? AND kind = ?", (action.group_key, action.kind)
-                )
+                conn.execute("UPDATE group_actions SET closed_at = ?, mirrored = 0 WHERE group_key = ? AND kind = ? "
+                             "AND closed_at IS NULL", (to_db_time(now), action.group_key, action.kind))
+        with self.db.transaction() as conn:
+            conn.execute("DELETE FROM group_actions WHERE closed_at < ?", (to_db_time(now - CLOSED_KEPT),))
+        if closed:
+            self.changed()
         return closed

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -56,6 +56,7 @@ class SilenceStore:
 
     def __init__(self, db: StateDB) -> None:
         self.db = db
+        self.changed: Callable[[], None] = lambda: None  # HA: the mirror shares the change at once
 
     def add(
         self, matchers: Sequence[str], starts_at: datetime, ends_at: datetime, created_by: str, comment: str, now: datetime
@@ -68,23 +69,27 @@ class SilenceStore:
             raise ValueError(f"the silence ends ({ends_at.isoformat()}) before it starts ({starts_at.isoformat()})")
         if not created_by.strip() or not comment.strip():
             raise ValueError("say who silences and why (author and comment): the next on-call reads them")
+        # Random, not counted: daemons sharing silences through a coordinator each make their own.
         silence = Silence(uuid.uuid4().hex[:12], parsed, starts_at, ends_at, created_by, comment)
         with self.db.transaction() as conn:
             conn.execute(
-                "INSERT INTO silences (id, matchers, starts_at, ends_at, created_by, comment, created_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO silences (id, matchers, starts_at, ends_at, created_by, comment, created_at, updated_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 (silence.id, json.dumps([str(m) for m in parsed]), to_db_time(starts_at), to_db_time(ends_at),
-                 created_by, comment, to_db_time(now)),
+                 created_by, comment, to_db_time(now), to_db_time(now)),
             )
+        self.changed()
         return silence
 
     def expire(self, silence_id: str, now: datetime) -> Silence:
         """End a silence now; KeyError if there is no such silence."""
         with self.db.transaction() as conn:
             updated = conn.execute(
-                "UPDATE silences SET ends_at = ? WHERE id = ? AND ends_at > ?",
-                (to_db_time(now), silence_id, to_db_time(now)),
+                "UPDATE silences SET ends_at = ?, updated_at = ?, mirrored = 0 WHERE id = ? AND ends_at > ?",
+                (to_db_time(now), to_db_time(now), silence_id, to_db_time(now)),
             ).rowcount
+        if updated:
+            self.changed()
         found = [s for s in self.all() if s.id == silence_id]
         if not found:
             raise KeyError(f"no silence with id {silence_id!r}")

@@ -9,6 +9,10 @@ from datetime import datetime
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from config.models import RocketwatchConfig
+from daemon.alerts.action_mirror import ActionMirror, mirror_actions
+from daemon.alerts.db import StateDB
+from daemon.alerts.group_actions import GroupActionStore
+from daemon.alerts.silences import SilenceStore
 from daemon.coordination.factory import service_for
 from daemon.coordination.incident_ids import IncidentIds
 from daemon.coordination.service import CoordinationService
@@ -29,6 +33,17 @@ def wire_ha(outbox: Outbox, config: RocketwatchConfig, evaluated: Callable[[], d
     outbox.coordination.report_peer(evaluated, outbox.held, config.ha.node)
     after = config.ha.on_coordinator_loss.fail_open_after
     outbox.fail_open = FailOpen(after.total_seconds() if after is not None else None)
+
+
+def share_actions(config: RocketwatchConfig, db: StateDB, silences: SilenceStore, group_actions: GroupActionStore,
+                  service: CoordinationService) -> ActionMirror | None:
+    """With an `ha:` section, start mirroring silences and acknowledgements through the coordinator, synced at
+    every lease renewal's pace; a single node has nobody to share with (None)."""
+    if config.ha is None:
+        return None
+    mirror = mirror_actions(db, silences, group_actions, service, config.ha.lease.renew_every.total_seconds())
+    mirror.start()
+    return mirror
 
 
 def incident_ids(outbox: Outbox) -> IncidentIds:

@@ -22,7 +22,7 @@ from daemon.alerts.incidents import IncidentBook
 from daemon.alerts.silences import SilenceStore
 from daemon.alerts.tracker import AlertTracker
 from daemon.alerts.value_history import ValueHistory
-from daemon.app.coordination import HaMetrics, coordination_for, incident_ids, wire_ha
+from daemon.app.coordination import HaMetrics, coordination_for, incident_ids, share_actions, wire_ha
 from daemon.app.cycles import CycleRecord, CycleStats
 from daemon.app.http_view import HttpView
 from daemon.app.jobs import EVALUATE
@@ -102,6 +102,8 @@ class Daemon:
         try:
             self._open_state()
             await self.outbox.coordination.start()
+            self.action_mirror = share_actions(self.config, self.db, self.silences, self.group_actions,
+                                               self.outbox.coordination)
             loop = asyncio.get_running_loop()
             for sig in (signal.SIGTERM, signal.SIGINT):
                 loop.add_signal_handler(sig, self._stopping.set)
@@ -133,6 +135,8 @@ class Daemon:
             for secure in self.secure_clients.values():
                 await secure.client.close()
             if self.db is not None:
+                if getattr(self, "action_mirror", None) is not None:
+                    await self.action_mirror.stop()
                 if getattr(self, "outbox", None) is not None:  # absent when the state failed to open
                     await self.outbox.coordination.stop()  # after the final flush: gives the lease up
                 self.db.close()

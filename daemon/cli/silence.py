@@ -16,10 +16,16 @@ def _state_db(args: argparse.Namespace):
     from config.loader import load_config
     from daemon.alerts.db import StateDB
 
+    args.shared_note = ""
     if args.state_dir:
         state_dir = Path(args.state_dir)
     elif args.config:
-        state_dir = load_config(args.config).state_dir
+        config = load_config(args.config)
+        state_dir = config.state_dir
+        if config.ha is not None:
+            # The state file, not PostgreSQL: works while it is away and needs none of its credentials.
+            args.shared_note = (f" (the daemon on this host shares it with the other HA daemons within "
+                                f"{config.ha.lease.renew_every.total_seconds():g}s)")
     else:
         raise SystemExit("give --config FILE or --state-dir DIR (the daemon's state directory)")
     path = state_dir / "state.db"
@@ -44,14 +50,15 @@ def cmd_silence(args: argparse.Namespace) -> int:
             except ValueError as exc:
                 print(f"silence not added: {exc}", file=sys.stderr)
                 return 2
-            print(f"silence {silence.id} until {silence.ends_at.isoformat()}: {', '.join(map(str, silence.matchers))}")
+            print(f"silence {silence.id} until {silence.ends_at.isoformat()}: {', '.join(map(str, silence.matchers))}"
+                  f"{args.shared_note}")
         elif args.action == "expire":
             try:
                 silence = store.expire(args.id, now)
             except KeyError as exc:
                 print(exc.args[0], file=sys.stderr)
                 return 1
-            print(f"silence {silence.id} expired")
+            print(f"silence {silence.id} expired{args.shared_note}")
         else:
             silences = [s for s in store.all() if args.all or s.state(now) != "expired"]
             if args.format == "json":

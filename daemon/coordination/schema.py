@@ -72,6 +72,42 @@ MIGRATIONS: list[str] = [
     CREATE UNIQUE INDEX coord_incidents_open_locus ON coord_incidents (locus) WHERE resolved_at IS NULL;
     """,
     """
+    -- Silences and acknowledgements made on any daemon (status page, API, CLI, Slack buttons), shared:
+    -- each daemon keeps its own copy in its state file and mirrors it here both ways. Not fenced: an
+    -- operator's silence is as valid from a standby as from the holder; the newer update of a row wins.
+    -- `version` orders every accepted write (counter 'shared_actions'), so a daemon pulls what changed.
+    CREATE TABLE coord_silences (
+        id          TEXT PRIMARY KEY,            -- uuid made by the daemon that took the silence
+        matchers    TEXT NOT NULL,               -- JSON list of matcher strings
+        starts_at   DOUBLE PRECISION NOT NULL,
+        ends_at     DOUBLE PRECISION NOT NULL,   -- an expire is an earlier ends_at
+        created_by  TEXT NOT NULL,
+        comment     TEXT NOT NULL,
+        created_at  DOUBLE PRECISION NOT NULL,
+        updated_at  DOUBLE PRECISION NOT NULL,   -- the writer's clock: the newer update wins
+        written_by  TEXT NOT NULL,               -- the node whose write is kept
+        version     BIGINT NOT NULL
+    );
+    CREATE INDEX coord_silences_version ON coord_silences (version);
+    -- Acknowledgements and until-resolved silences of alert groups; `at` tells one from the next
+    -- (the group resolved and fired again), `closed_at` ends it (the group resolved on the holder).
+    CREATE TABLE coord_group_actions (
+        group_key   TEXT NOT NULL,
+        kind        TEXT NOT NULL,               -- 'ack' or 'silence_until_resolved'
+        actor       TEXT NOT NULL,
+        at          DOUBLE PRECISION NOT NULL,
+        silence_id  TEXT,
+        matchers    TEXT NOT NULL,               -- JSON list of matcher strings
+        closed_at   DOUBLE PRECISION,
+        updated_at  DOUBLE PRECISION NOT NULL,
+        written_by  TEXT NOT NULL,
+        version     BIGINT NOT NULL,
+        PRIMARY KEY (group_key, kind)
+    );
+    CREATE INDEX coord_group_actions_version ON coord_group_actions (version);
+    INSERT INTO coord_counters (name, value) VALUES ('shared_actions', 0);
+    """,
+    """
     -- The peers: one row per daemon node, written after each of its lease renewals, so `rocketwatch ha
     -- status` and every status page show who takes part, when each was last heard of and what it holds.
     CREATE TABLE coord_peers (

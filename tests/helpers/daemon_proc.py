@@ -81,6 +81,7 @@ def start_daemon(config: Path, log: Path, env: dict[str, str], *extra: str) -> s
 
 def write_config(
     tmp: Path, namesrv: str, *, http: str, slack_url: str | None = None, slack_token_env: str = "",
+    slack_app_token_env: str | None = None,
     smtp_port: int | None = None, smtp_password_env: str | None = None,
     span_for: str = "6s", span_keep: str = "6s", extra: str = "",
 ) -> Path:
@@ -91,8 +92,9 @@ def write_config(
     """
     receivers = ""
     if slack_url is not None:
+        buttons = f", app_token_env: {slack_app_token_env}" if slack_app_token_env else ""
         receivers += (f'    - {{type: slack, name: oncall-slack, channel: "#mq-alerts", '
-                      f'token_env: {slack_token_env}, base_url: "{slack_url}"}}\n')
+                      f'token_env: {slack_token_env}, base_url: "{slack_url}"{buttons}}}\n')
     if smtp_port is not None:
         auth = f", username: rocketwatch, password_env: {smtp_password_env}" if smtp_password_env else ""
         receivers += (f"    - {{type: email, name: oncall-mail, host: 127.0.0.1, port: {smtp_port}, security: none, "

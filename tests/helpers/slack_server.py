@@ -58,6 +58,8 @@ class SlackServer:
     token: str | None = None
     app_token: str | None = None  # apps.connections.open wants this one (Socket Mode)
     socket_url: str | None = None  # what apps.connections.open answers (tests/helpers/slack_socket.py)
+    # Several daemons, each its own Socket Mode stand-in: app token -> URL (a click goes to the one chosen).
+    socket_urls: dict[str, str] = field(default_factory=dict)
     calls: list[Call] = field(default_factory=list)
     messages: dict[str, dict[str, Any]] = field(default_factory=dict)
     replies: list[dict[str, Any]] = field(default_factory=list)
@@ -188,9 +190,12 @@ class SlackServer:
                 return plan.fail_status, {}, {"ok": False, "error": plan.fail_error}
             self.calls.append(Call(method, args, auth, 200))
             if method == "apps.connections.open":
-                if self.socket_url is None or auth != f"Bearer {self.app_token}":
+                url = self.socket_urls.get((auth or "").removeprefix("Bearer "))
+                if url is None and self.socket_url is not None and auth == f"Bearer {self.app_token}":
+                    url = self.socket_url
+                if url is None:
                     return 200, {}, {"ok": False, "error": "invalid_auth"}
-                return 200, {}, {"ok": True, "url": self.socket_url}
+                return 200, {}, {"ok": True, "url": url}
             if self.token is not None and auth != f"Bearer {self.token}":
                 return 200, {}, {"ok": False, "error": "invalid_auth"}
             if method in _NEEDS and _NEEDS[method] not in self.scopes:
