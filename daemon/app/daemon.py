@@ -16,6 +16,7 @@ from apscheduler.events import EVENT_JOB_MAX_INSTANCES, EVENT_JOB_MISSED, JobEve
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from config.models import ClusterConfig, RocketwatchConfig
+from daemon.alerts.action_mirror import ActionMirror
 from daemon.alerts.db import StateDB
 from daemon.alerts.group_actions import GroupActionStore
 from daemon.alerts.incidents import IncidentBook
@@ -93,6 +94,7 @@ class Daemon:
         # Compaction swaps hour directories: no Spark read may list them halfway.
         self._store_lock = asyncio.Lock()
         self.watchdog: Watchdog | None = None
+        self.action_mirror: ActionMirror | None = None  # HA: silences and acknowledgements shared (run)
 
     # ---- lifecycle -------------------------------------------------------------------------
 
@@ -135,7 +137,7 @@ class Daemon:
             for secure in self.secure_clients.values():
                 await secure.client.close()
             if self.db is not None:
-                if getattr(self, "action_mirror", None) is not None:
+                if self.action_mirror is not None:
                     await self.action_mirror.stop()
                 if getattr(self, "outbox", None) is not None:  # absent when the state failed to open
                     await self.outbox.coordination.stop()  # after the final flush: gives the lease up
