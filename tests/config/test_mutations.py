@@ -9,6 +9,8 @@ always break the file must be reported. Replay one case with its id, e.g.
 
 from __future__ import annotations
 
+import copy
+import functools
 import io
 import random
 import re
@@ -172,6 +174,13 @@ TREE_KINDS = ("delete", "unknown_key", "wrong_type", "bad_duration", "unknown_re
 TEXT_KINDS = ("truncate", "drop_line", "double_line", "indent", "garble")
 
 
+@functools.cache
+def _parsed(source: Path) -> Any:
+    # Parsing is most of what building 350 mutants costs at collection (on every xdist worker):
+    # each source is parsed once and every tree mutation works on a deep copy, which dumps the same.
+    return _yaml().load(source.read_text(encoding="utf-8"))
+
+
 def _mutant(case: str, source: Path, kinds: tuple[str, ...]) -> Mutant:
     rng = random.Random(case)  # seeded by the case id: every run builds the same mutant
     text = source.read_text(encoding="utf-8")
@@ -180,7 +189,7 @@ def _mutant(case: str, source: Path, kinds: tuple[str, ...]) -> Mutant:
         if kind in TEXT_KINDS:
             mutated, what = _text_mutation(rng, text, kind)
             return Mutant(case, kind, what, mutated)
-        doc = _yaml().load(text)
+        doc = copy.deepcopy(_parsed(source))
         what = _tree_mutation(rng, doc, kind)
         if what is not None:
             return Mutant(case, kind, what, _dump(doc))
@@ -228,10 +237,14 @@ def _check(path: Path, mutant: Mutant, capsys: pytest.CaptureFixture[str]) -> No
         assert _SENTENCE.search(match["message"]), f"{context}: not a sentence: {line!r}"
 
 
+# Module-wide: a cache made inside the fixture lived for one test, so every mutant re-read the pack.
+_BUILTIN_CACHE: dict[str, Any] = {}
+
+
 @pytest.fixture
 def builtin_once(monkeypatch: pytest.MonkeyPatch) -> None:
     """The built-in pack is checked once per process, not once per config mutant (it does not change)."""
-    cache: dict[str, Any] = {}
+    cache = _BUILTIN_CACHE
     check, load = rules.loader.check_rule_files, rules.loader.load_rule_files
 
     def cached(fn: Callable[[Any], Any], name: str) -> Callable[[Any], Any]:
