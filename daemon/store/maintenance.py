@@ -7,6 +7,7 @@ the store at its compacted size.
 from __future__ import annotations
 
 import logging
+import os
 import shutil
 import time
 from dataclasses import dataclass, field
@@ -52,12 +53,14 @@ class MaintenanceReport:
 def store_size(root: Path) -> int:
     """Bytes the store's files take on disk now (0 before the first cycle creates the store)."""
     total = 0
-    for path in root.rglob("*"):
-        try:
-            if path.is_file():
-                total += path.stat().st_size
-        except FileNotFoundError:
-            continue  # compaction or retention removed it while we walked
+    # os.walk skips a directory removed under it (the evaluation state's temporary folder, renamed or
+    # dropped while a scrape walks: Path.rglob raised FileNotFoundError and /metrics answered 500).
+    for folder, _, names in os.walk(root):
+        for name in names:
+            try:
+                total += os.stat(os.path.join(folder, name)).st_size
+            except FileNotFoundError:
+                continue  # compaction or retention removed it while we walked
     return total
 
 
