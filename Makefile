@@ -45,9 +45,10 @@ demo: $(STAMP) java
 test: $(STAMP) java chromium postgresql
 	$(PY) -m pytest
 
-# The inner loop: every test that starts neither Spark nor a daemon subprocess, on both cores (~1.5 min).
+# The inner loop: every test that starts neither Spark nor a daemon subprocess, less the `slow` ones
+# (seconds each; `make test` runs them), on both cores (under 2 min).
 test-fast: $(STAMP) postgresql
-	$(PY) -m pytest -m "not spark" -n 2 -q
+	$(PY) -m pytest -m "not spark and not slow" -n 2 -q
 
 bench: $(STAMP) java postgresql
 	$(PY) -m pip install --quiet -e ".[test,bench]"

@@ -9,6 +9,7 @@ from collections import Counter
 from pathlib import Path
 
 import psycopg
+import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
 from daemon.app.coordination import HaMetrics
@@ -16,6 +17,10 @@ from daemon.notify.outbox_fail_open import FAIL_OPEN_REASON, FailOpen
 from tests.daemon.coordination.ha_world import END, GROUPS, World, expected_webhook
 from tests.daemon.coordination.test_two_dispatchers import play
 from tests.helpers.postgres import PostgresServer
+
+# Hundreds of steps of two daemons against a real PostgreSQL: seconds a test, so `make test-fast`
+# leaves them to the full suite (the SQLite and single-call coordination tests stay in it).
+pytestmark = pytest.mark.slow
 
 FAIL_OPEN_AFTER = 60.0
 DOWN, UP = 100, 300  # seconds on the timeline: PostgreSQL stopped, started

@@ -14,6 +14,10 @@ from tests.helpers.clock import ManualClock
 from tests.helpers.postgres import PostgresServer
 from tests.helpers.tcp_proxy import TcpProxy
 
+# Each case waits out real connection timeouts against a black-holed or stopped PostgreSQL: seconds a
+# test, so `make test-fast` leaves them to the full suite.
+pytestmark = pytest.mark.slow
+
 
 def test_a_holder_cut_from_postgres_stops_at_its_own_deadline_and_the_other_takes_over(
         postgres: PostgresServer, postgres_dsn: str) -> None:

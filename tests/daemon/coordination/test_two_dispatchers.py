@@ -12,6 +12,8 @@ from contextlib import ExitStack
 from datetime import timedelta
 from pathlib import Path
 
+import pytest
+
 from daemon.coordination.keys import idempotency_key
 from daemon.notify.dispatcher import Dispatcher
 from daemon.notify.outbox import Outbox
@@ -19,6 +21,10 @@ from tests.daemon.coordination.ha_world import END, GROUPS, World, expected_webh
 from tests.daemon.notify.conftest import TIMINGS
 from tests.helpers.postgres import PostgresServer
 from tests.helpers.tcp_proxy import TcpProxy
+
+# Hundreds of steps of two daemons against a real PostgreSQL: seconds a test, so `make test-fast`
+# leaves them to the full suite (the SQLite and single-call coordination tests stay in it).
+pytestmark = pytest.mark.slow
 
 
 def play(scenario: Callable[[World], Awaitable[None]], setup: Callable[[World], None]) -> World:
