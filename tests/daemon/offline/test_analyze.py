@@ -13,7 +13,7 @@ import pytest
 
 from daemon.cli import main
 from daemon.offline.analyze import render
-from daemon.offline.analyze.report import analyze
+from daemon.offline.analyze.report import Report, analyze
 from daemon.offline.storedir import read_store_dir
 from tests.fixtures_path import CAPTURE
 from tests.helpers.chromium import Chromium, chromium_path
@@ -36,6 +36,14 @@ def incident(tmp_path_factory) -> Path:
     return root
 
 
+@pytest.fixture(scope="module")
+def incident_report(incident, spark) -> Report:
+    """The incident analyzed once for the module (a replay of the built-in rules: half a minute on 2 cores);
+    the report test reads it, the Chromium test renders it. analyze with no --cluster and no --broker is
+    test_analyze_sentences.py's."""
+    return analyze([incident], cluster="DefaultCluster", broker="broker-a", spark=spark)
+
+
 def test_store_dir_offsets_match_the_readme(incident):
     store = read_store_dir(incident / "broker-a-store", "DefaultCluster", "broker-a")
     maxima = {(r["topic"], r["queue_id"]): r["max_offset"] for r in store.rows["topic_queue"]}
@@ -49,8 +57,8 @@ def test_store_dir_offsets_match_the_readme(incident):
     assert lags[("slowGroup", 0)] == 460 - 386
 
 
-def test_the_report_names_group_queue_client_and_cause(incident, spark):
-    report = analyze([incident], cluster="DefaultCluster", broker="broker-a", spark=spark)
+def test_the_report_names_group_queue_client_and_cause(incident_report: Report):
+    report = incident_report
     said = [f"{f.subject}: {f.what} | " + " | ".join(f.evidence) for f in report.findings]
     stuck = [s for s in said if s.startswith("stuckGroup: consume thread")]
     assert [s.split()[3] for s in stuck] == ["ConsumeMessageThread_stuckGroup_2", "ConsumeMessageThread_stuckGroup_3"]
@@ -99,9 +107,9 @@ def test_cli_writes_json_and_html_and_says_when_there_is_nothing_to_read(inciden
 
 
 @pytest.mark.skipif(chromium_path() is None, reason="Debian's chromium is not installed")
-def test_the_html_report_renders_in_chromium_without_errors(incident, tmp_path, spark):
+def test_the_html_report_renders_in_chromium_without_errors(incident_report: Report, tmp_path):
     page_path = tmp_path / "report.html"
-    page_path.write_text(render.html(analyze([incident], broker="broker-a", spark=spark)))
+    page_path.write_text(render.html(incident_report))
 
     async def look() -> None:
         async with Chromium(tmp_path) as page:
