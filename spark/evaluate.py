@@ -46,7 +46,7 @@ from rules.tables import TABLES
 from spark.frames import NEWEST, Frame, plan_frames
 from spark.kinds import KINDS
 from spark.kinds.threshold import judge_threshold
-from spark.reference import collect_findings, needed, plan_reference, sources, union_plan
+from spark.reference import collect_findings, evaluate_reference, needed, sources, union_plan
 from spark.saved_state import SAVE_EVERY, Snapshot, load, save
 from spark.sizing import Sizing, cycle_settings, one_task_per_core
 from spark.sql import Views, run
@@ -111,7 +111,7 @@ class Evaluator:
                 state.release()
                 self.state = None
                 self.last_cycle = f"failed to fold {len(new)} cycle(s): judged from the full window"
-                return collect_findings(plan_reference(self.spark, self.store_root, rules, now, stale_after), rules)
+                return evaluate_reference(self.spark, self.store_root, rules, now, stale_after)
         state.replace(folded, whole or new, now)
         spread = f" in {partitions} partitions" if partitions > 1 else ""
         first = "loaded the saved state; " if loaded else ""
