@@ -2,10 +2,11 @@
 
 Each stored table is read once over the longest window any of its rules (or any view built on it)
 needs, and held for the evaluation's one job (a lazy local checkpoint: every rule reading the table
-reads those blocks instead of opening its files again); views are built from those windows; every rule's plan (its kind's `plan`, spark/kinds/, SQL
-text) runs over its table or view; the plans are one UNION ALL statement, collected in one job. Nothing is kept
-between calls: this is what the incremental engine (spark/evaluate.py) must agree with at every
-cycle, and what `eval --at`, `replay`, `analyze`, `test-rules` and `diagnose` use.
+reads those blocks instead of opening its files again); views are built from those windows; every
+rule's plan (its kind's `plan`, spark/kinds/, SQL text) runs over its table or view; the plans are
+one UNION ALL statement, collected in one job. Nothing is kept between calls: this is what the
+incremental engine (spark/evaluate.py) must agree with at every cycle, and what `eval --at`,
+`replay`, `analyze`, `test-rules` and `diagnose` use.
 
     findings = evaluate_reference(get_session(), "/var/lib/rocketwatch/store", rules, now,
                                   stale_after=timedelta(seconds=60))
