@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
-from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Iterable
+from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, TypeVar
+from typing import Any
 
 from config.name_filter import Selection, is_system_group
 from daemon.collectors.broker_runtime import broker_row, fill_replication_behind
@@ -32,16 +31,15 @@ from daemon.collectors.client_rows import (
     thread_dump_rows,
     topic_queue_rows,
 )
+from daemon.collectors.collect_cycle import CollectCycle
 from daemon.collectors.health import with_target_figures
 from daemon.collectors.remoting.admin import AdminClient
 from daemon.collectors.remoting.bodies import ClusterInfo, ConsumerConnection
 from daemon.collectors.remoting.codes import RequestCode
-from daemon.collectors.remoting.errors import ConsumerNotOnline, RemotingError, TopicNotExist
+from daemon.collectors.remoting.errors import ConsumerNotOnline, TopicNotExist
 from daemon.collectors.topic_list import TopicListCache, retry_topic_groups
 
 log = logging.getLogger(__name__)
-
-T = TypeVar("T")
 
 PROCESS_QUEUE = "process_queue"
 CONSUMER_QUEUE = "consumer_queue"
@@ -57,6 +55,7 @@ BROADCASTING = "BROADCASTING"
 # listed CONSUME_PASSIVELY like any push consumer: its running info's mqPopTable says it pops (ref §10).
 CONSUME_POP = "CONSUME_POP"
 
+
 @dataclass
 class CollectResult:
     """Rows per table name, plus counts and a one-line summary of the cycle."""
@@ -71,96 +70,7 @@ class CollectResult:
     failed_calls: int = 0
 
 
-@dataclass
-class _Cycle:
-    """State of one collect_cluster run."""
-
-    admin: AdminClient
-    cluster: str
-    now: datetime
-    call_timeout: float
-    semaphore: asyncio.Semaphore
-    selection: Selection = field(default_factory=Selection)
-    per_target: int = 4
-    _target_slots: dict[str, asyncio.Semaphore] = field(default_factory=dict)
-    health: list[dict[str, Any]] = field(default_factory=list)
-    process_queue: list[dict[str, Any]] = field(default_factory=list)
-    consumer_queue: list[dict[str, Any]] = field(default_factory=list)
-    consumer_status: list[dict[str, Any]] = field(default_factory=list)
-    consumer_client: list[dict[str, Any]] = field(default_factory=list)
-    topic_queue: list[dict[str, Any]] = field(default_factory=list)
-    broker: list[dict[str, Any]] = field(default_factory=list)
-    thread_dump: list[dict[str, Any]] = field(default_factory=list)
-    pop_queue: list[dict[str, Any]] = field(default_factory=list)
-    # Every group of the cycle: files a pop retry topic %RETRY%<group>_<topic> under its group.
-    group_names: set[str] = field(default_factory=set)
-    # Every broker address of the cluster info -> (broker name, broker id): names the broker on the
-    # health rows of the calls to it (daemon/collectors/health.py).
-    brokers: dict[str, tuple[str, int]] = field(default_factory=dict)
-    # Topics worth a GET_TOPIC_STATS_INFO per master: those the groups consume or subscribe.
-    topics: dict[str, set[str]] = field(default_factory=dict)
-    online_groups: set[str] = field(default_factory=set)
-    clients: int = 0
-
-    async def call(
-        self,
-        target: str,
-        code: RequestCode,
-        make: Callable[[], Awaitable[T]],
-        *,
-        answers: tuple[type[RemotingError], ...] = (),
-    ) -> tuple[T | None, Exception | None]:
-        """Run one call under the semaphore; record its health row; never raise.
-
-        Errors of the `answers` types are expected answers (206 for an offline group): the call
-        counts as ok, and the error is returned for the caller to interpret.
-        """
-        # Bounded twice: overall, and per broker, so one slow broker cannot hold every slot of the
-        # cycle and no broker sees more than `per_target` of our requests at once.
-        slot = self._target_slots.setdefault(target, asyncio.Semaphore(self.per_target))
-        async with slot, self.semaphore:
-            start = time.perf_counter()
-            value: T | None = None
-            error: Exception | None = None
-            try:
-                # The client enforces call_timeout; this outer bound also covers body decoding.
-                value = await asyncio.wait_for(make(), self.call_timeout * 2)
-            except RemotingError as exc:
-                error = exc
-            except TimeoutError:
-                error = TimeoutError(f"{target} did not answer {code.name} ({int(code)}) in time")
-            except Exception as exc:  # a bug must cost one call, not the cycle
-                log.exception("%s to %s failed unexpectedly", code.name, target)
-                error = exc
-            latency_ms = (time.perf_counter() - start) * 1000.0
-        ok = error is None or isinstance(error, answers)
-        self.health.append(
-            {
-                "ts": self.now,
-                "cluster": self.cluster,
-                "target": target,
-                "call": code.name,
-                "ok": ok,
-                "error": None if ok else _error_text(error),
-                "latency_ms": latency_ms,
-            }
-        )
-        return value, error
-
-    def fail_row(self, target: str, code: RequestCode, error: str) -> None:
-        """Turn the latest health row of (target, code) into a failure with `error`."""
-        for row in reversed(self.health):
-            if row["target"] == target and row["call"] == code.name:
-                row["ok"], row["error"] = False, error
-                return
-
-
-def _error_text(error: Exception | None) -> str:
-    text = str(error) if error is not None else ""
-    return text or type(error).__name__
-
-
-async def _discover(cycle: _Cycle, namesrv_addrs: Iterable[str]) -> ClusterInfo | None:
+async def _discover(cycle: CollectCycle, namesrv_addrs: Iterable[str]) -> ClusterInfo | None:
     """The cluster info from the first name server that knows the cluster."""
     code = RequestCode.GET_BROKER_CLUSTER_INFO
     for ns in namesrv_addrs:
@@ -189,7 +99,7 @@ def _all_addrs(info: ClusterInfo, cluster: str) -> list[tuple[str, int, str]]:
     ]
 
 
-async def _broker_runtime(cycle: _Cycle, name: str, broker_id: int, addr: str) -> None:
+async def _broker_runtime(cycle: CollectCycle, name: str, broker_id: int, addr: str) -> None:
     kv, _ = await cycle.call(
         addr, RequestCode.GET_BROKER_RUNTIME_INFO,
         lambda: cycle.admin.get_broker_runtime_info(addr, timeout=cycle.call_timeout),
@@ -198,7 +108,7 @@ async def _broker_runtime(cycle: _Cycle, name: str, broker_id: int, addr: str) -
         cycle.broker.append(broker_row(cycle.cluster, cycle.now, name, broker_id, addr, kv))
 
 
-async def _topic_stats(cycle: _Cycle, name: str, addr: str, topic: str) -> None:
+async def _topic_stats(cycle: CollectCycle, name: str, addr: str, topic: str) -> None:
     stats, error = await cycle.call(
         addr, RequestCode.GET_TOPIC_STATS_INFO,
         lambda: cycle.admin.get_topic_stats(addr, topic, timeout=cycle.call_timeout),
@@ -221,7 +131,7 @@ def _masters(info: ClusterInfo, cluster: str) -> list[tuple[str, str]]:
     return masters
 
 
-async def _groups_by_master(cycle: _Cycle, masters: list[tuple[str, str]]) -> dict[str, set[str]]:
+async def _groups_by_master(cycle: CollectCycle, masters: list[tuple[str, str]]) -> dict[str, set[str]]:
     code = RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG
 
     async def one(addr: str) -> tuple[str, set[str]]:
@@ -233,7 +143,7 @@ async def _groups_by_master(cycle: _Cycle, masters: list[tuple[str, str]]) -> di
     return dict(await asyncio.gather(*(one(addr) for _, addr in masters)))
 
 
-async def _connections(cycle: _Cycle, group: str, addrs: list[str]) -> tuple[str, ConsumerConnection] | None:
+async def _connections(cycle: CollectCycle, group: str, addrs: list[str]) -> tuple[str, ConsumerConnection] | None:
     """The first broker's non-empty connection list of `group`; None when no broker has one."""
     code = RequestCode.GET_CONSUMER_CONNECTION_LIST
     for addr in addrs:
@@ -249,7 +159,7 @@ async def _connections(cycle: _Cycle, group: str, addrs: list[str]) -> tuple[str
     return None
 
 
-async def _running_info(cycle: _Cycle, addr: str, group: str, client_id: str) -> None:
+async def _running_info(cycle: CollectCycle, addr: str, group: str, client_id: str) -> None:
     info, _ = await cycle.call(
         addr,
         RequestCode.GET_CONSUMER_RUNNING_INFO,
@@ -264,7 +174,7 @@ async def _running_info(cycle: _Cycle, addr: str, group: str, client_id: str) ->
         cycle.pop_queue.extend(pop_queue_rows(cycle.cluster, cycle.now, group, client_id, info))
 
 
-async def _consume_stats(cycle: _Cycle, addr: str, group: str) -> None:
+async def _consume_stats(cycle: CollectCycle, addr: str, group: str) -> None:
     stats, _ = await cycle.call(
         addr,
         RequestCode.GET_CONSUME_STATS,
@@ -279,7 +189,7 @@ async def _consume_stats(cycle: _Cycle, addr: str, group: str) -> None:
         await asyncio.gather(*(_consume_delay(cycle, addr, group, topic, rows) for topic in normal))
 
 
-async def _consume_delay(cycle: _Cycle, addr: str, group: str, topic: str, rows: list[dict[str, Any]]) -> None:
+async def _consume_delay(cycle: CollectCycle, addr: str, group: str, topic: str, rows: list[dict[str, Any]]) -> None:
     """Fill consume_delay_ms from QUERY_CONSUME_TIME_SPAN: the broker's own delay, no PULL needed (ref §8)."""
     spans, _ = await cycle.call(
         addr, RequestCode.QUERY_CONSUME_TIME_SPAN,
@@ -292,7 +202,7 @@ async def _consume_delay(cycle: _Cycle, addr: str, group: str, topic: str, rows:
             row["consume_delay_ms"] = max(0, by_queue[(row["broker"], row["queue_id"])])
 
 
-async def _collect_group(cycle: _Cycle, group: str, addrs: list[str]) -> None:
+async def _collect_group(cycle: CollectCycle, group: str, addrs: list[str]) -> None:
     found = await _connections(cycle, group, addrs)
     tasks: list[Awaitable[None]] = []
     broadcasting = False
@@ -331,7 +241,7 @@ async def collect_cluster(
     without it the list is asked each cycle.
     """
     now = now.replace(tzinfo=UTC) if now.tzinfo is None else now.astimezone(UTC)
-    cycle = _Cycle(admin, cluster_name, now, call_timeout, asyncio.Semaphore(max(1, concurrency)),
+    cycle = CollectCycle(admin, cluster_name, now, call_timeout, asyncio.Semaphore(max(1, concurrency)),
                    selection or Selection(), per_target=max(1, per_broker))
     masters: list[tuple[str, str]] = []
     groups: dict[str, list[str]] = {}
@@ -379,7 +289,7 @@ async def collect_cluster(
 
 
 def _result(
-    cycle: _Cycle, masters: list[tuple[str, str]], groups: dict[str, list[str]], *, discovered: bool
+    cycle: CollectCycle, masters: list[tuple[str, str]], groups: dict[str, list[str]], *, discovered: bool
 ) -> CollectResult:
     failed = sum(1 for r in cycle.health if not r["ok"])
     rows = {
