@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from html import escape
@@ -17,7 +17,10 @@ from daemon.common.charts.sparkline import Point, svg_sparkline
 from daemon.common.judged_on import GroupBasis
 from daemon.http.incidents import Role, cause_known, group_keys, placed, reading_order, shown
 from daemon.http.judged_render import judged_section
+from daemon.http.relative_time import ago, span
+from daemon.http.status_collection import cycles_section, health_section
 from daemon.http.status_ha import HaView, ha_section
+from daemon.http.status_silences import silences_section
 from daemon.http.view import CycleView, IncidentMemberView, IncidentView
 from daemon.notify.dispatcher import group_key, group_labels
 
@@ -63,23 +66,6 @@ class PageState:
     incidents: Sequence[IncidentView] = ()  # open, and resolved within the last day
     judged: Mapping[str, Sequence[GroupBasis]] = field(default_factory=dict)  # cluster -> what each group is judged on
     ha: HaView | None = None  # the dispatch lease, with an `ha:` section
-
-
-def _ago(now: datetime, then: datetime | None) -> str:
-    if then is None:
-        return "never"
-    seconds = int((now - then).total_seconds())
-    if seconds < 0:
-        return f"in {_span(-seconds)}"
-    return f"{_span(seconds)} ago"
-
-
-def _span(seconds: int) -> str:
-    if seconds < 120:
-        return f"{seconds}s"
-    if seconds < 7200:
-        return f"{seconds // 60}m"
-    return f"{seconds // 3600}h{(seconds % 3600) // 60:02d}m"
 
 
 def _number(value: float | None) -> str:
@@ -146,7 +132,7 @@ def _alert_row(alert: AlertInstance, now: datetime, muted: bool, series: Sequenc
         f"<td>{_severity(alert.severity)}</td><td>{state}</td>"
         f"<td>{before}<b>{escape(alert.rule)}</b><br>{_labels(alert.labels)}{after}</td>"
         f"<td>{_figures(fig)}{'<br>' + _chart(alert, series, fig.threshold) if len(series) > 1 else ''}</td>"
-        f'<td title="{escape(since.isoformat())}">{_ago(now, since)}</td>'
+        f'<td title="{escape(since.isoformat())}">{ago(now, since)}</td>'
         f"<td>{escape(notes.get('summary', ''))}{_explain(notes)}</td><td>{_silence_link(alert)}</td></tr>"
     )
 
@@ -230,11 +216,11 @@ def _incident_block(state: PageState, incident: IncidentView, active: Mapping[st
     firing = [m for m in incident.members if m.resolved_at is None]
     if incident.resolved_at is not None:
         ended = rules.get(incident.ended_by or "", "")
-        status = (f'<span class="ok">resolved</span> {_ago(state.now, incident.resolved_at)}, after '
-                  f"{_span(int((incident.resolved_at - incident.opened_at).total_seconds()))}"
+        status = (f'<span class="ok">resolved</span> {ago(state.now, incident.resolved_at)}, after '
+                  f"{span(int((incident.resolved_at - incident.opened_at).total_seconds()))}"
                   + (f" (ended by {escape(ended)})" if ended else ""))
     else:
-        status = f'<span class="bad">open</span> since {_ago(state.now, incident.opened_at)}'
+        status = f'<span class="bad">open</span> since {ago(state.now, incident.opened_at)}'
     size = f"{len(firing)} of {len(incident.members)} alert{'' if len(incident.members) == 1 else 's'} firing"
     silence = (" · " + _prefill_link([f'{INCIDENT_LABEL}="{incident.id}"'], "silence the incident…")
                if incident.open else "")
@@ -256,9 +242,9 @@ def _lead(state: PageState, incident: IncidentView, active: Mapping[str, AlertIn
     text = f'<span class="role">{what}</span><b>{escape(root.rule)}</b> {_labels(root.labels)}'
     alert = active.get(root.fingerprint) if root.resolved_at is None else None
     if alert is None:
-        resolved = f"resolved {_ago(state.now, root.resolved_at)}" if root.resolved_at else "not active"
-        return f"{text} · since {_ago(state.now, root.joined_at)}, {resolved}"
-    text += f" · since {_ago(state.now, _since(alert))} · {_figures(figures(alert, state.rules.get(alert.rule)), ' · ')}"
+        resolved = f"resolved {ago(state.now, root.resolved_at)}" if root.resolved_at else "not active"
+        return f"{text} · since {ago(state.now, root.joined_at)}, {resolved}"
+    text += f" · since {ago(state.now, _since(alert))} · {_figures(figures(alert, state.rules.get(alert.rule)), ' · ')}"
     summary = alert.annotations.get("summary")
     return f"{text} · {escape(summary)}" if summary else text
 
@@ -286,102 +272,8 @@ def _member_row(state: PageState, incident: IncidentView, member: IncidentMember
         f'<tr class="resolved{css}" data-fingerprint="{escape(member.fingerprint)}"><td></td>'
         f"<td>{'resolved' if member.resolved_at else 'not active'}</td>"
         f"<td>{before}<b>{escape(member.rule)}</b><br>{_labels(member.labels)}{after}</td>"
-        f'<td class="muted">–</td><td title="{escape(when.isoformat())}">{_ago(state.now, when)}</td>'
+        f'<td class="muted">–</td><td title="{escape(when.isoformat())}">{ago(state.now, when)}</td>'
         "<td></td><td></td></tr>"
-    )
-
-
-def _silence_row(silence: Silence, now: datetime, token_field: str) -> str:
-    status = silence.state(now)
-    expire = ""
-    if status != "expired":
-        expire = (
-            f'<form method="post" action="/silences/{escape(silence.id)}/expire">{token_field}'
-            f'<button type="submit">expire</button></form>'
-        )
-    return (
-        f'<tr data-silence="{escape(silence.id)}"><td>{escape(silence.id)}</td><td>{escape(status)}</td>'
-        f"<td>{''.join(f'<span class=label>{escape(str(m))}</span>' for m in silence.matchers)}</td>"
-        f'<td title="{escape(silence.ends_at.isoformat())}">{_ago(now, silence.ends_at)}</td>'
-        f"<td>{escape(silence.created_by)}</td><td>{escape(silence.comment)}</td><td>{expire}</td></tr>"
-    )
-
-
-def _token_field(required: bool) -> str:
-    # The operator types the token; the page never carries it.
-    if not required:
-        return '<input type="hidden" name="token" value="">'
-    return '<input type="password" name="token" placeholder="http.token" autocomplete="off" required>'
-
-
-def silences_section(state: PageState) -> str:
-    """Silences in force or pending (and the last few expired), with an expire button and a create form."""
-    current = [s for s in state.silences if s.state(state.now) != "expired"]
-    expired = [s for s in state.silences if s.state(state.now) == "expired"][:5]
-    token_field = _token_field(state.token_required)
-    rows = "".join(_silence_row(s, state.now, token_field) for s in current + expired)
-    table = (
-        "<table><tr><th>id</th><th>state</th><th>matchers</th><th>ends</th><th>author</th><th>comment</th>"
-        f"<th></th></tr>{rows}</table>" if rows else '<p class="muted">No silences.</p>'
-    )
-    form = (
-        '<form class="silence" id="silence-form" method="post" action="/silences">'
-        "<label>matchers, one per line (<code>group=\"orders\"</code>, <code>cluster=~\"prod.*\"</code>)"
-        f'<br><textarea name="matchers" rows="3" required>{escape(chr(10).join(state.prefill))}</textarea></label>'
-        '<label>duration <br><input name="duration" value="1h" required></label>'
-        '<label>author <br><input name="author" required></label>'
-        '<label>comment <br><input name="comment" required></label>'
-        f"{_token_field(state.token_required)}"
-        '<button type="submit">create silence</button></form>'
-    )
-    return f'<h2 id="silences">Silences</h2>{table}<h3>New silence</h3>{form}'
-
-
-def cycles_section(state: PageState) -> str:
-    """The last collect and evaluate cycles: when, how long, rows, failed calls."""
-    ready = f"last completed evaluation {_ago(state.now, state.last_cycle_at)}"
-    if not state.cycles:
-        return f'<h2 id="cycles">Cycles</h2><p class="muted">{ready}; no cycle has run yet.</p>'
-    rows = "".join(
-        f"<tr><td>{escape(c.kind)}</td><td>{escape(c.target)}</td>"
-        f'<td title="{escape(c.at.isoformat())}">{_ago(state.now, c.at)}</td><td>{c.seconds:.2f}s</td>'
-        f"<td>{c.rows}</td><td class=\"{'bad' if c.failed_calls else 'ok'}\">{c.failed_calls}</td></tr>"
-        for c in sorted(state.cycles, key=lambda c: c.at, reverse=True)  # by start; evaluations finish late
-    )
-    return (
-        f'<h2 id="cycles">Cycles</h2><p>{ready}</p><table><tr><th>cycle</th><th>target</th><th>when</th>'
-        f"<th>duration</th><th>rows / findings</th><th>failed calls</th></tr>{rows}</table>"
-    )
-
-
-def _health_by_target(rows: Iterable[Mapping[str, Any]]) -> list[tuple[str, int, int, float, str]]:
-    targets: dict[str, list[Mapping[str, Any]]] = {}
-    for row in rows:
-        targets.setdefault(str(row["target"]), []).append(row)
-    result = []
-    for target, calls in sorted(targets.items()):
-        failed = [c for c in calls if not c["ok"]]
-        errors = "; ".join(sorted({f"{c['call']}: {c['error']}" for c in failed}))
-        slowest = max((float(c.get("latency_ms") or 0.0) for c in calls), default=0.0)
-        result.append((target, len(calls), len(failed), slowest, errors))
-    return result
-
-
-def health_section(state: PageState) -> str:
-    """Collector health per cluster and target, from each cluster's last collection."""
-    if not state.health:
-        return '<h2 id="health">Collector health</h2><p class="muted">No collection has run yet.</p>'
-    rows = []
-    for cluster, health_rows in sorted(state.health.items()):
-        for target, calls, failed, slowest, errors in _health_by_target(health_rows):
-            status = f'<span class="bad">{failed} failed</span>' if failed else '<span class="ok">ok</span>'
-            rows.append(
-                f"<tr><td>{escape(cluster)}</td><td>{escape(target)}</td><td>{calls}</td><td>{status}</td>"
-                f"<td>{slowest:.0f} ms</td><td>{escape(errors)}</td></tr>"
-            )
-    return (
-        '<h2 id="health">Collector health</h2><table><tr><th>cluster</th><th>target</th><th>calls</th>'
-        f"<th>status</th><th>slowest</th><th>errors</th></tr>{''.join(rows)}</table>"
     )
 
 
@@ -394,8 +286,10 @@ def render_page(state: PageState) -> str:
         f'<p class="muted">as of {escape(state.now.strftime("%Y-%m-%d %H:%M:%S UTC"))} · '
         '<a href="/api/alerts">/api/alerts</a> · <a href="/api/silences">/api/silences</a> · '
         '<a href="/metrics">/metrics</a></p>'
-        f"{alerts_section(state)}{ha_section(state.ha, state.now)}{silences_section(state)}{cycles_section(state)}"
-        f"{health_section(state)}{judged_section(state.judged)}"
+        f"{alerts_section(state)}{ha_section(state.ha, state.now)}"
+        f"{silences_section(state.silences, state.now, state.prefill, state.token_required)}"
+        f"{cycles_section(state.cycles, state.last_cycle_at, state.now)}{health_section(state.health)}"
+        f"{judged_section(state.judged)}"
         "</body></html>"
     )
 
