@@ -12,7 +12,8 @@ from daemon.simulator.consumer import ConsumerSettings
 from daemon.simulator.model import ClusterModel, Producer
 from daemon.simulator.registry import build_scenario, list_scenarios
 from daemon.simulator.scenario import Scenario
-from daemon.simulator.server import Simulator, SimulatorThread, start_simulator
+from daemon.simulator.server import Simulator, start_simulator
+from daemon.simulator.threaded import SimulatorThread
 
 __all__ = [
     "ClusterModel",
