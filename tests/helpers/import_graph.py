@@ -44,6 +44,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+if __package__ in (None, ""):  # run as a script (python tests/helpers/import_graph.py): the repo root holds tests/
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from tests.helpers.graph_cycles import shortest_cycle, strongly_connected  # noqa: E402
+
 # Top first. A package may import only the packages on the ranks below its own; packages on one
 # rank do not import each other. The longest matching prefix names a module's package.
 RANKS: tuple[tuple[str, ...], ...] = (
@@ -259,79 +263,6 @@ def package_of(name: str, ranks: Sequence[Sequence[str]] = RANKS) -> tuple[str, 
     return best
 
 
-def _strongly_connected(nodes: Iterable[str], edges: Mapping[str, set[str]]) -> list[list[str]]:
-    """Tarjan's algorithm, iterative; components of more than one module (or with a self edge)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    result: list[list[str]] = []
-    counter = 0
-    for start in sorted(nodes):
-        if start in index:
-            continue
-        work = [(start, iter(sorted(edges.get(start, ()))))]
-        index[start] = low[start] = counter
-        counter += 1
-        stack.append(start)
-        on_stack.add(start)
-        while work:
-            node, children = work[-1]
-            advanced = False
-            for child in children:
-                if child not in index:
-                    index[child] = low[child] = counter
-                    counter += 1
-                    stack.append(child)
-                    on_stack.add(child)
-                    work.append((child, iter(sorted(edges.get(child, ())))))
-                    advanced = True
-                    break
-                if child in on_stack:
-                    low[node] = min(low[node], index[child])
-            if advanced:
-                continue
-            work.pop()
-            if work:
-                parent = work[-1][0]
-                low[parent] = min(low[parent], low[node])
-            if low[node] == index[node]:
-                component = []
-                while True:
-                    member = stack.pop()
-                    on_stack.discard(member)
-                    component.append(member)
-                    if member == node:
-                        break
-                if len(component) > 1 or node in edges.get(node, ()):
-                    result.append(sorted(component))
-    return sorted(result)
-
-
-def _shortest_cycle(component: Sequence[str], edges: Mapping[str, set[str]]) -> list[str]:
-    """One shortest cycle through the component's first module (breadth first), for the reader."""
-    members = set(component)
-    start = component[0]
-    previous: dict[str, str] = {}
-    frontier = [start]
-    while frontier:
-        following: list[str] = []
-        for node in frontier:
-            for child in sorted(edges.get(node, ())):
-                if child not in members:
-                    continue
-                if child == start:
-                    path = [node]
-                    while path[-1] != start:
-                        path.append(previous[path[-1]])
-                    return [*reversed(path), start]
-                if child not in previous:
-                    previous[child] = node
-                    following.append(child)
-        frontier = following
-    return [start]
-
-
 def judge(graph: Graph, mapping: Mapping[str, str] | None = None,
           ranks: Sequence[Sequence[str]] = RANKS) -> list[Violation]:
     """Every violation of the ranked order, every cycle and every unranked module of `graph`."""
@@ -372,9 +303,9 @@ def judge(graph: Graph, mapping: Mapping[str, str] | None = None,
     edges: dict[str, set[str]] = {}
     for record in graph.imports:
         edges.setdefault(record.importer, set()).add(record.imported)
-    for component in _strongly_connected(graph.modules, edges):
+    for component in strongly_connected(graph.modules, edges):
         members = set(component)
-        loop = " -> ".join(moved[m] for m in _shortest_cycle(component, edges))
+        loop = " -> ".join(moved[m] for m in shortest_cycle(component, edges))
         for record in sorted(graph.imports, key=lambda r: (r.path, r.lineno, r.imported)):
             if record.importer in members and record.imported in members:
                 violations.append(Violation("cycle", record.path, record.lineno, moved[record.importer],
