@@ -13,19 +13,18 @@ from config.receivers import EmailReceiver, SlackReceiver, WebhookReceiver
 from daemon.notify import render
 from daemon.notify.factory import build_notifiers
 from rules.findings import Finding
-from tests.daemon.notify.test_incident_pages import (
+from tests.helpers.slack_server import SlackServer
+from tests.helpers.smtp_server import SmtpServer
+from tests.helpers.stuck_thread_incident import (
     CAUSE_FOUND_WHY,
     CONSEQUENCE_FIRST,
     RESOLVED,
     TOKEN,
     Pipeline,
-    db,  # noqa: F401 (the fixture)
     play,
     span,
     stuck,
 )
-from tests.helpers.slack_server import SlackServer
-from tests.helpers.smtp_server import SmtpServer
 from tests.helpers.webhook_server import WebhookServer
 
 EXTERNAL = "https://rocketwatch.example.com/ops"
