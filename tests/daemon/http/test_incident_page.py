@@ -18,8 +18,8 @@ from daemon.app.daemon import Daemon
 from daemon.notify import render
 from daemon.notify.model import AlertSnapshot, IncidentSnapshot, Notification
 from rules.findings import RuleTiming
-from tests.daemon.http.test_status_page import make_daemon, serve
 from tests.helpers.chromium import Chromium, chromium_path
+from tests.helpers.status_page_daemon import make_daemon, serve
 
 pytestmark = pytest.mark.timeout(60)
 

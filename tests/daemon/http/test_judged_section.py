@@ -14,7 +14,7 @@ from daemon.app.daemon import Daemon
 from daemon.app.http_view import HttpView
 from daemon.http.server import start_http
 from daemon.simulator import SimulatorThread
-from tests.daemon.http.test_status_page import text
+from tests.helpers.status_page_daemon import text
 
 pytestmark = pytest.mark.timeout(120)
 
