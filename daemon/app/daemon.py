@@ -7,7 +7,7 @@ import logging
 import signal
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -23,6 +23,13 @@ from daemon.alerts.incidents import IncidentBook
 from daemon.alerts.silences import SilenceStore
 from daemon.alerts.tracker import AlertTracker
 from daemon.alerts.value_history import ValueHistory
+from daemon.app.after_collection import Collected, record_collection
+from daemon.app.after_evaluation import (
+    act_on_findings,
+    record_evaluation,
+    self_check_after_failure,
+    tell_systemd,
+)
 from daemon.app.coordination import HaMetrics, coordination_for, incident_ids, share_actions, wire_ha
 from daemon.app.cycles import CycleRecord, CycleStats
 from daemon.app.http_view import HttpView
@@ -32,7 +39,7 @@ from daemon.app.metrics import DaemonMetrics
 from daemon.app.reloader import Candidate, NotifyState, ReloadOutcome, ReloadRejected, prepare
 from daemon.app.rulebook import Rulebook, load_rulebook
 from daemon.app.schedule import JobRuns, Schedule, utcnow
-from daemon.app.selfmon import self_monitor, self_rules
+from daemon.app.selfmon import self_monitor
 from daemon.app.statedir import StateDirLock
 from daemon.app.watchdog import Watchdog, watchdog_interval
 from daemon.collectors.logs import LogsCollector
@@ -40,16 +47,14 @@ from daemon.collectors.remoting.admin import AdminClient
 from daemon.collectors.remoting.client import RemotingClient
 from daemon.collectors.security import client_options
 from daemon.collectors.sources import collect_sources
-from daemon.common.judged_on import GroupBasis, health_failures, judged_on
-from daemon.common.sdnotify import sd_notify
+from daemon.common.judged_on import GroupBasis
 from daemon.http.server import start_http
 from daemon.notify.outbox import Outbox
-from daemon.notify.routing import HEARTBEAT
 from daemon.notify.slack_actions import SlackActionListener
-from daemon.notify.wiring import build_routing, heartbeat_finding, start_listener_tasks, start_slack_listeners
+from daemon.notify.wiring import build_routing, start_listener_tasks, start_slack_listeners
 from daemon.store.maintenance import maintain_store, recover_store
 from daemon.store.writer import ParquetStore
-from rules.findings import RuleTiming
+from rules.findings import Finding
 
 log = logging.getLogger("rocketwatch")
 
@@ -327,26 +332,8 @@ class Daemon:
             admin = self.secure_clients[cluster.name]
         result = await collect_sources(admin, cluster, self.config.collect, now, logs)
         written = await asyncio.to_thread(self.store.append_all, result.rows, now)
-        elapsed = time.monotonic() - started
-        self.metrics.observe_collect(cluster.name, elapsed, written, result.rows.get("collector_health", []))
-        self.stats.collect_cycles += 1
-        self.stats.rows_collected += sum(written.values())
-        self.stats.last_collect_s = elapsed
-        self.stats.failed_calls[cluster.name] = result.failed_calls
-        self.collector_health[cluster.name] = list(result.rows.get("collector_health", []))
-        self.judged_on[cluster.name] = judged_on(result.rows, self.rulebook.rules, health_failures(self.collector_health[cluster.name]))
-        self.cycles.appendleft(
-            CycleRecord("collect", cluster.name, now, elapsed, sum(written.values()), result.failed_calls)
-        )
-        failures = [h for h in result.rows.get("collector_health", []) if not h["ok"]]
-        for h in failures:
-            log.warning("cluster %s: %s to %s failed: %s", cluster.name, h["call"], h["target"], h["error"],
-                        extra={"cluster": cluster.name, "broker": h["target"]})
-        log.info(
-            "collected cluster %s in %.2fs: %s",
-            cluster.name, elapsed, ", ".join(f"{n}={c}" for n, c in sorted(written.items())),
-            extra={"cluster": cluster.name},
-        )
+        record_collection(self, Collected(cluster.name, now, time.monotonic() - started, result.rows, written,
+                                          result.failed_calls))
 
     async def _evaluate_on_schedule(self) -> None:
         # Read as the run starts: APScheduler has just moved the job's next run one interval on.
@@ -362,81 +349,24 @@ class Daemon:
         rulebook = self.rulebook
         await asyncio.to_thread(self.selfmon.record, now, self.last_cycle_at)
         try:
-            async with self._store_lock:
-                findings = await asyncio.to_thread(
-                    self._evaluator.evaluate, rulebook.rules, now, self.config.stale_after
-                )
+            findings = await self._evaluate(rulebook.rules, now)
         except Exception:
             # Spark failing must not kill the daemon: the next cycle tries again, /readyz tells.
             self.metrics.evaluation_failures.inc()
             self.selfmon.evaluation_failed()
             log.exception("evaluation failed; alert states kept as they were, retrying next cycle")
-            await self._self_check_after_failure(rulebook)
+            await self_check_after_failure(self, rulebook, self._evaluate)
             if self.watchdog is not None:
                 self.watchdog.progress()  # failing is not hanging: the self-monitoring alert says why
             return
-        timings = rulebook.timings
-        if self.config.notify.heartbeat is not None:
-            # The dead man's switch: always firing, so its receiver hears from us every interval.
-            findings = [*findings, heartbeat_finding(len(self.config.clusters), self.stats.evaluate_cycles,
-                                                     self.stats.firing)]
-            timings = {**timings, HEARTBEAT: RuleTiming(HEARTBEAT)}
-        events = self.tracker.update(timings, findings, now)
-        # Acknowledgements and until-resolved silences end with their group.
-        self.group_actions.close_resolved(self.tracker.active_alerts(), self.silences, now, self.incidents)
-        self.value_history.record(self.tracker.active_alerts(), now)
-        await self.incidents.advance(events, self.tracker.active_alerts(), now)
-        await self.dispatcher.dispatch(events, self.tracker.active_alerts(), now)
-        for reason, count in self.dispatcher.decisions.items():
-            self.metrics.notification_decisions.labels(reason).inc(count)
-        self.dispatcher.decisions.clear()
-        for event in events:
-            labels = event.alert.labels
-            log.info("alert %s", event, extra={"rule": event.alert.rule, **{
-                k: labels[k] for k in ("cluster", "broker", "group", "topic", "queue_id", "client_id") if k in labels}})
-        self.stats.evaluate_cycles += 1
-        self.stats.last_evaluate_s = time.monotonic() - started
-        self.selfmon.evaluation_done(self.stats.last_evaluate_s)
-        self.metrics.evaluate_seconds.observe(self.stats.last_evaluate_s)
-        self.cycles.appendleft(CycleRecord("evaluate", "rules", now, self.stats.last_evaluate_s, len(findings), 0))
-        self.metrics.observe_findings(findings)
-        self.metrics.observe_alerts(self.tracker.active_alerts())
-        self.last_cycle_at = utcnow()
-        if self.watchdog is not None:
-            self.watchdog.progress()
-        self.metrics.last_cycle.set(self.last_cycle_at.timestamp())
-        self.stats.firing = sum(1 for a in self.tracker.active_alerts() if a.state == "firing")
+        findings = await act_on_findings(self, rulebook.timings, findings, now)
+        record_evaluation(self, findings, now, time.monotonic() - started)
         await self.dispatch_once()
-        if not self._ready and self.stats.collect_cycles > 0:
-            self._ready = True
-            sd_notify("READY=1", f"STATUS=watching {len(self.config.clusters)} cluster(s)")
-            log.info("first cycle complete: ready")
-        sd_notify(
-            f"STATUS=cycle {self.stats.evaluate_cycles}: {len(findings)} finding(s), "
-            f"{self.stats.firing} firing, evaluate {self.stats.last_evaluate_s:.1f}s"
-        )
+        self._ready = tell_systemd(self, findings, ready=self._ready)
 
-    async def _self_check_after_failure(self, rulebook: Rulebook) -> None:
-        # The full evaluation failed, so no rule ran, including the one that reports exactly that:
-        # run the self rules alone on a fresh daemon_health row, leaving every other alert as it is.
-        rules = self_rules(rulebook.rules)
-        if not rules or self._evaluator is None:
-            return
-        now = utcnow()
-        try:
-            await asyncio.to_thread(self.selfmon.record, now, self.last_cycle_at)
-            async with self._store_lock:
-                findings = await asyncio.to_thread(self._evaluator.evaluate, rules, now, self.config.stale_after)
-        except Exception as exc:
-            log.error("self-monitoring rules could not run either (%s): Spark itself is failing", exc)
-            return
-        events = self.tracker.update({r.alert: rulebook.timings[r.alert] for r in rules}, findings, now,
-                                     only_evaluated=True)
-        await self.incidents.advance(events, self.tracker.active_alerts(), now)
-        await self.dispatcher.dispatch(events, self.tracker.active_alerts(), now)
-        for event in events:
-            log.info("alert %s", event, extra={"rule": event.alert.rule})
-        await self.dispatch_once()
+    async def _evaluate(self, rules: Sequence[Any], now: datetime) -> list[Finding]:
+        async with self._store_lock:
+            return await asyncio.to_thread(self._evaluator.evaluate, rules, now, self.config.stale_after)
 
     async def maintain_once(self) -> None:
         """Store upkeep: crash recovery, compaction of closed hours, retention (DESIGN §6)."""

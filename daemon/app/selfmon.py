@@ -4,7 +4,7 @@ The built-in rules in rules/builtin/rocketwatch-self.yaml read it like any other
 failing evaluation, a backed-up outbox or a filling disk becomes an alert on the normal routes:
 when Slack is down, the mail receiver says so. Spark cannot report its own failure by
 evaluating every rule, so after a failed evaluation the daemon evaluates the self rules alone
-(see Daemon._self_check_after_failure).
+(see daemon/app/after_evaluation.py `self_check_after_failure`).
 """
 
 from __future__ import annotations
