@@ -76,7 +76,7 @@ async def _cycles(namesrv: str) -> list[dict]:
                 scraped = await collect_native("DefaultCluster", native, result.rows.get("broker", []), now)
                 elapsed = time.perf_counter() - t0
                 assert scraped.failed_calls == 0, scraped.summary
-                # What the daemon then works out for the status page, on the event loop (daemon/app/daemon.py).
+                # What the daemon then works out for the status page, on the event loop (daemon/app/after_collection.py).
                 t2 = time.perf_counter()
                 groups = len(judged_on({**result.rows, **scraped.rows}, rules))
                 judged_s = time.perf_counter() - t2
