@@ -1,9 +1,9 @@
 """Benchmark: pages per incident, for every symptom scenario, with and without incident grouping.
 
 One `rocketwatch run` subprocess watches one simulated cluster per scenario (the machinery of
-tests/acceptance/test_incident_pages.py: rule holds a quarter of the built-in ones, 3 s cycles,
-Slack stand-in, real SMTP server and webhook receiver on loopback) until every scenario's alerts
-fired, then counts the pages: top-level Slack messages, mail threads, webhook groupKeys. It runs
+tests/acceptance/test_incident_pages.py, tests/helpers/symptom_run.py: rule holds a quarter of the
+built-in ones, 3 s cycles; Slack stand-in, real SMTP server and webhook receiver on loopback,
+tests/helpers/pages_received.py) until every scenario's alerts fired, then counts the pages: top-level Slack messages, mail threads, webhook groupKeys. It runs
 twice: with the default notify settings (`group_by: [incident]`, issue 36), then with the ones
 before it (`group_by: [alertname, cluster, group]` and the old default inhibit rule: a critical
 category=broker alert mutes category=consumer alerts on [cluster, broker]).
@@ -29,7 +29,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.report import RESULTS, run_facts  # noqa: E402
-from tests.acceptance.test_incident_pages import (  # noqa: E402
+from tests.helpers.pages_received import Page, pages_of  # noqa: E402
+from tests.helpers.symptom_run import (  # noqa: E402
     CRASH,
     EXPECTED,
     GROUP_B,
@@ -37,8 +38,6 @@ from tests.acceptance.test_incident_pages import (  # noqa: E402
     STUCK,
     STUCK_TIME_SCALE,
     Incident,
-    Page,
-    pages_of,
     watching,
 )
 
@@ -163,7 +162,7 @@ def main() -> None:
                   f"3 s, threshold rules' `for:` a quarter of the built-in ones, stall/growth/churn/absent windows "
                   f"at full length; {STUCK} at time scale {STUCK_TIME_SCALE}, blocked after the daemon's first "
                   f"cycle; {CRASH}: broker-b refused from the daemon's first cycle on. Counted once every "
-                  f"scenario's alerts had fired (tests/acceptance/test_incident_pages.py EXPECTED) and two more "
+                  f"scenario's alerts had fired (tests/helpers/symptom_run.py EXPECTED) and two more "
                   f"evaluations ran."),
         "runs": runs,
     }
