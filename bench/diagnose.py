@@ -4,7 +4,7 @@ Run with `make bench` or directly; writes bench/results/diagnose.json. Not a tes
 depends on the machine and its load (the 1-minute load average is recorded with it). The command
 runs as an operator runs it, in its own process, so the total includes Python, the JVM start
 (overlapping the samples) and the rule evaluation. Target: under 10 s. The first run on a machine
-(no Spark class archive yet, spark/class_archive.py) is reported apart from the others.
+(no Spark class archive yet, daemon/diagnose/class_archive.py) is reported apart from the others.
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ def main() -> None:
     with SimulatorThread(scenario()) as sim, tempfile.TemporaryDirectory(prefix="rw-bench-cache-") as cache:
         time.sleep(2.0)
         # A cache of its own: the first run on a machine has no Spark class archive yet and leaves a
-        # warm-up writing one (spark/class_archive.py); it is reported apart, the later runs use it.
+        # warm-up writing one (daemon/diagnose/class_archive.py); it is reported apart, the later runs use it.
         env = {**os.environ, "XDG_CACHE_HOME": cache}
         for i in range(RUNS + 1):
             if i == 1:

@@ -32,8 +32,8 @@ SHORT_LIVED_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 
 def session_conf() -> dict[str, str]:
     """Spark settings for diagnose's one evaluation: interpreted operators, C1 only, Spark's classes
-    from the class-data-sharing archive (spark/class_archive.py) once a run has written it."""
-    from spark.class_archive import java_options
+    from the class-data-sharing archive (daemon/diagnose/class_archive.py) once a run has written it."""
+    from daemon.diagnose.class_archive import java_options
 
     # One evaluation over a few hundred rows: generating and compiling Java code for every operator
     # costs more than interpreting them. Measured cold (2 cores, load ~4): collect 7.8 s with

@@ -1,4 +1,4 @@
-"""Writes the Spark class archive diagnose's later runs start from (spark/class_archive.py).
+"""Writes the Spark class archive diagnose's later runs start from (daemon/diagnose/class_archive.py).
 
 Run in the background, detached, by the first diagnose on a machine once its verdict is printed:
 archiving slows a JVM down (a run that archives took 33 s instead of 15 s), so no operator waits
@@ -18,7 +18,7 @@ import tempfile
 from datetime import timedelta
 from pathlib import Path
 
-from spark.class_archive import archive_path, claim_build, finish_build
+from daemon.diagnose.class_archive import archive_path, claim_build, finish_build
 
 OFF_ENV = "ROCKETWATCH_CLASS_ARCHIVE"
 
@@ -62,8 +62,8 @@ def _workload(session: object) -> None:
 
 def main() -> None:
     """Start Spark as diagnose does while archiving its classes, evaluate, and put the archive in place."""
+    from daemon.diagnose.class_archive import QUIET_JVM_LOG
     from daemon.diagnose.rules_eval import SHORT_LIVED_JVM
-    from spark.class_archive import QUIET_JVM_LOG
     from spark.session import get_session, stop_session
     from spark.sizing import INTERPRETED
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from pyspark.find_spark_home import _find_spark_home
 
-from spark.class_archive import archive_path, finish_build, java_options
+from daemon.diagnose.class_archive import archive_path, finish_build, java_options
 
 
 def _archive_written_by_this_install(cache: Path, options: str = "") -> Path:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from spark.class_archive import archive_path, claim_build, finish_build, java_options
+from daemon.diagnose.class_archive import archive_path, claim_build, finish_build, java_options
 
 
 def _settle(path: Path, seconds_ago: float = 120) -> None:
