@@ -1,6 +1,6 @@
 """Kept state saved beside the store, so that a restarted daemon folds only the cycles committed since.
 
-    <store>/_evaluation_state/<folded_at>-<id>/manifest.json     the cycles folded, each frame's files and rows
+    <store>/_evaluation_state/<folded_at>-<id>/manifest.json     the cycles folded, each frame's files, rows and schema
     <store>/_evaluation_state/<folded_at>-<id>/<signature>/...   one kept frame (spark/frames.py), Parquet
     <store>/_evaluation_state/.<folded_at>-<id>.tmp/             a save in flight (or a crash)
 
@@ -24,7 +24,8 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 import pyarrow.parquet as pq
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, DataFrameReader, SparkSession
+from pyspark.sql.types import StructType
 
 from spark.state import CycleState, Frames, checkpoint
 from spark.store_layout import as_utc
@@ -67,10 +68,11 @@ def save(snapshot: Snapshot, directory: Path) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     name = f"{snapshot.folded_at:%Y%m%dT%H%M%S%f}-{uuid.uuid4().hex[:8]}"
     tmp = directory / f".{name}.tmp"
-    frames = {}
+    frames, schemas = {}, {}
     for signature, frame in snapshot.frames.items():
         frame.write.parquet(str(tmp / signature))
         frames[signature] = {p.name: pq.read_metadata(p).num_rows for p in _parquet_files(tmp / signature)}
+        schemas[signature] = frame.schema.json()
     manifest = {
         "format": FORMAT,
         "folded_at": snapshot.folded_at.isoformat(),
@@ -78,6 +80,7 @@ def save(snapshot: Snapshot, directory: Path) -> Path:
         "folded": {n: ts.isoformat() for n, ts in snapshot.folded.items()},
         "cursor": {c: ts.isoformat() for c, ts in snapshot.cursor.items()},
         "frames": frames,
+        "schemas": schemas,
     }
     (tmp / _MANIFEST).write_text(json.dumps(manifest, sort_keys=True))
     final = directory / name
@@ -102,7 +105,11 @@ def load(spark: SparkSession, directory: Path, horizon: timedelta) -> CycleState
                     newest, exc)
         shutil.rmtree(newest, ignore_errors=True)
         return None
-    frames = {sig: checkpoint(spark.read.parquet(str(newest / sig))) for sig in manifest["frames"]}
+    # With its schema given, a read is planned from the manifest alone: inferring it runs a Spark job
+    # per frame to read a footer, 6 s for the first on a daemon's cold JVM (saves made before the
+    # manifest held schemas are still read that way).
+    schemas = manifest.get("schemas", {})
+    frames = {sig: checkpoint(_reader(spark, schemas.get(sig)).parquet(str(newest / sig))) for sig in manifest["frames"]}
     covered = manifest["covered_from"]
     return CycleState(
         horizon=horizon,
@@ -112,6 +119,10 @@ def load(spark: SparkSession, directory: Path, horizon: timedelta) -> CycleState
         cursor={c: as_utc(datetime.fromisoformat(ts)) for c, ts in manifest["cursor"].items()},
         covered_from=as_utc(datetime.fromisoformat(covered)) if covered else None,
     )
+
+
+def _reader(spark: SparkSession, schema: str | None) -> DataFrameReader:
+    return spark.read.schema(StructType.fromJson(json.loads(schema))) if schema else spark.read
 
 
 def _checked(save_dir: Path) -> dict:
