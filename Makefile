@@ -42,8 +42,11 @@ postgresql:
 demo: $(STAMP) java
 	$(VENV)/bin/rocketwatch demo
 
+# Two runs: what starts neither Spark nor a daemon spread over both cores, then the rest in one
+# process, so that every test of it shares the one SparkSession.
 test: $(STAMP) java chromium postgresql
-	$(PY) -m pytest
+	$(PY) -m pytest -m "not spark and not slow" -n 2
+	$(PY) -m pytest -m "spark or slow"
 
 # The inner loop: every test that starts neither Spark nor a daemon subprocess, less the `slow` ones
 # (seconds each; `make test` runs them), on both cores (under 2 min).
