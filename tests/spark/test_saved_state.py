@@ -94,8 +94,8 @@ def test_edits_to_texts_and_threshold_levels_rebuild_nothing(spark: Any, tmp_pat
     assert evaluator.last_cycle == "folded 1 cycle(s), re-folded 1 frame(s) from 5 cycle(s)"
 
 
-def test_a_truncated_save_is_rebuilt_and_says_why(spark: Any, tmp_path: Path,
-                                                  caplog: pytest.LogCaptureFixture) -> None:
+def _saved_after_three_cycles(spark: Any, tmp_path: Path) -> tuple[Path, ParquetStore, list, Evaluator, Path]:
+    """A store of three cycles, and the Evaluator that judged them and saved its state (the save's directory)."""
     root = tmp_path / "store"
     store, rules = ParquetStore(root), _rules(tmp_path, STALL, LAG)
     evaluator = Evaluator(spark, root, saved_state=state_directory(root))
@@ -103,6 +103,12 @@ def test_a_truncated_save_is_rebuilt_and_says_why(spark: Any, tmp_path: Path,
         evaluator.evaluate(rules, _commit(store, n) + timedelta(seconds=2), STALE)
     evaluator.save()
     (saved,) = state_directory(root).iterdir()
+    return root, store, rules, evaluator, saved
+
+
+def test_a_truncated_save_is_rebuilt_and_says_why(spark: Any, tmp_path: Path,
+                                                  caplog: pytest.LogCaptureFixture) -> None:
+    root, store, rules, evaluator, saved = _saved_after_three_cycles(spark, tmp_path)
     biggest = max(saved.glob("*/*.parquet"), key=lambda p: p.stat().st_size)
     biggest.write_bytes(biggest.read_bytes()[: biggest.stat().st_size // 2])  # a save cut short
     now = _commit(store, 3) + timedelta(seconds=2)
@@ -115,13 +121,7 @@ def test_a_truncated_save_is_rebuilt_and_says_why(spark: Any, tmp_path: Path,
 
 
 def test_a_save_from_before_the_manifest_held_schemas_still_loads(spark: Any, tmp_path: Path) -> None:
-    root = tmp_path / "store"
-    store, rules = ParquetStore(root), _rules(tmp_path, STALL, LAG)
-    evaluator = Evaluator(spark, root, saved_state=state_directory(root))
-    for n in range(3):
-        evaluator.evaluate(rules, _commit(store, n) + timedelta(seconds=2), STALE)
-    evaluator.save()
-    (saved,) = state_directory(root).iterdir()
+    root, store, rules, evaluator, saved = _saved_after_three_cycles(spark, tmp_path)
     manifest = json.loads((saved / "manifest.json").read_text())
     assert set(manifest["schemas"]) == set(manifest["frames"])
     del manifest["schemas"]  # as an older rocketwatch wrote it: the frames' schemas are read from their files
