@@ -11,23 +11,9 @@ import pytest
 
 from tests.helpers.daemon_proc import free_port, log_tail, start_daemon, wait_until
 from tests.helpers.slack_server import SlackServer
+from tests.helpers.status_page_daemon import RULE  # one threshold rule on process_queue
 
 pytestmark = [pytest.mark.acceptance, pytest.mark.spark, pytest.mark.timeout(420)]
-
-RULE = """\
-groups:
-  - name: mine
-    rules:
-      - alert: BigCache
-        kind: threshold
-        table: process_queue
-        value: cached_msg_count
-        above: {warning: 500}
-        summary: "{group} caches {value}"
-        diagnosis: "slow consumer"
-        next_steps: "look at consumeRT"
-"""
-
 
 def config_text(tmp_path: Path, slack: dict[str, SlackServer], namesrv_port: int, http_port: int, heartbeat: str,
                 evaluate: str) -> str:

@@ -14,23 +14,9 @@ from daemon.app.daemon import Daemon
 from daemon.app.http_view import HttpView
 from daemon.http.server import readiness, start_http
 from tests.helpers.figure_rules import FIGURE_RULES
+from tests.helpers.status_page_daemon import RULE  # one threshold rule on process_queue
 
 pytestmark = pytest.mark.timeout(60)
-
-RULE = """\
-groups:
-  - name: mine
-    rules:
-      - alert: BigCache
-        kind: threshold
-        table: process_queue
-        value: cached_msg_count
-        above: {warning: 500}
-        summary: "{group} caches {value}"
-        diagnosis: "slow consumer"
-        next_steps: "look at consumeRT"
-"""
-
 
 def test_readiness_needs_a_recent_completed_cycle():
     now = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
