@@ -46,6 +46,7 @@ demo: $(STAMP) java
 # process, so that every test of it shares the one SparkSession.
 test: $(STAMP) java chromium postgresql
 	$(PY) -m pytest -m "not spark and not slow" -n 2
+	$(PY) -m daemon.diagnose.warmup --daemon  # the class archive the Spark tests' JVMs start from (once per machine)
 	$(PY) -m pytest -m "spark or slow"
 
 # The inner loop: every test that starts neither Spark nor a daemon subprocess, less the `slow` ones

@@ -8,6 +8,7 @@ here; a test that starts Spark some other way is marked where it is written.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,6 +18,10 @@ from daemon.store.writer import ParquetStore
 
 # A real PostgreSQL on loopback for the HA coordinator's tests (fixtures postgres_server, postgres, postgres_dsn).
 pytest_plugins = ["tests.helpers.postgres"]
+
+# No daemon or diagnose under test starts a class-archive warm-up in the background (it would compete
+# with the tests for the cores); they start from the archive `make test` writes first, when there is one.
+os.environ.setdefault("ROCKETWATCH_CLASS_ARCHIVE", "off")
 
 # Tests that start Spark in a subprocess without the fixture, in files edited by another change right
 # now: marked from here until their own file says `@pytest.mark.spark`.
@@ -44,11 +49,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[object]:
-    """The process-wide SparkSession (local[2]); started once, on first use, for the whole run."""
+    """The process-wide SparkSession (local[2]), as the daemon starts it; started once, on first use, for the whole run."""
     # Imported here so test runs that never touch Spark never start a JVM.
+    from daemon.diagnose.warmup import daemon_session_conf
     from spark.session import get_session
 
-    yield get_session("local[2]")
+    yield get_session("local[2]", daemon_session_conf("local[2]", {}))
 
 
 @pytest.fixture

@@ -218,12 +218,14 @@ class Daemon:
 
     def _start_spark(self) -> None:
         # Imported here so `rocketwatch check` and the CLI never pay for a JVM.
+        from daemon.diagnose.warmup import daemon_session_conf
         from spark.evaluate import Evaluator
         from spark.saved_state import state_directory
         from spark.session import get_session
 
         started = time.monotonic()
-        session = get_session(self.config.spark.master, self.config.spark.conf, self.config.state_dir / "spark.log")
+        where = self.config.spark
+        session = get_session(where.master, daemon_session_conf(where.master, where.conf), self.config.state_dir / "spark.log")
         self._evaluator = Evaluator(session, str(self.config.store), saved_state=state_directory(self.config.store))
         self.metrics.spark_up.set(1)
         log.info("spark session ready in %.1fs (master %s)", time.monotonic() - started, self.config.spark.master)

@@ -105,6 +105,12 @@ class Schedule:
             how = self.runs.last_evaluation()
             log.info("first evaluation done in %.1fs%s; evaluating every %s from %s", time.monotonic() - started,
                      f" ({how})" if how else "", format_duration(interval), start.strftime("%H:%M:%S"))
+            if not config.spark.master.startswith("sc://"):
+                from daemon.diagnose.warmup import daemon_java_options, start_in_background
+
+                # The first start on a machine: a class archive for the next one's JVM, written in the
+                # background once this evaluation no longer competes with it for the cores.
+                start_in_background(daemon_java_options(config.spark.conf))
 
     def _next_collection(self, clusters: Iterable[ClusterConfig]) -> datetime | None:
         jobs = [self.scheduler.get_job(collect_job_id(c.name)) for c in clusters]

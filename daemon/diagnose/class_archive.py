@@ -20,12 +20,16 @@ to stderr only (spark/output.py puts that into Spark's log): diagnose's stdout m
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import shutil
 import time
 from pathlib import Path
 
+# An archive no JVM started from for this long is removed when another is written: each pyspark
+# install (each virtualenv) and each set of JVM options has its own, ~180 MB each.
+UNUSED_S = 30 * 86400
 # A temporary archive untouched this long was finished by a JVM that has exited.
 _SETTLED_S = 60.0
 # A warm-up that started this long ago and left no archive has failed: another may try.
@@ -92,7 +96,11 @@ def java_options(cache: Path | None = None, options: str = "") -> str:
             _adopt_finished(final)
     except OSError:
         return ""  # a read-only home: run without the archive rather than fail
-    return f"-XX:SharedArchiveFile={final} {QUIET_JVM_LOG}" if final.exists() else ""
+    if not final.exists():
+        return ""
+    with contextlib.suppress(OSError):  # a read-only cache: the archive still serves
+        os.utime(final)  # in use: kept by the sweep in finish_build
+    return f"-XX:SharedArchiveFile={final} {QUIET_JVM_LOG}"
 
 
 def claim_build(final: Path) -> bool:
@@ -113,7 +121,19 @@ def finish_build(final: Path, written: Path) -> None:
     """Move a warm-up's archive into place (once its JVM has exited) and clear the mark."""
     if written.exists() and written.stat().st_size > 0:
         written.replace(final)
+        _sweep_unused(final.parent)
     Path(f"{final}.building").unlink(missing_ok=True)
+
+
+def _sweep_unused(cache: Path) -> None:
+    """Remove the archives no JVM started from in UNUSED_S (other installs, other options)."""
+    now = time.time()
+    for archive in cache.glob("spark-*.jsa"):
+        try:
+            if now - archive.stat().st_mtime > UNUSED_S:
+                archive.unlink()
+        except OSError:
+            continue  # another process removed or replaced it meanwhile
 
 
 def _adopt_finished(final: Path) -> None:

@@ -72,3 +72,26 @@ def test_the_archive_is_per_java(tmp_path, monkeypatch: pytest.MonkeyPatch):
     (other / "bin" / "java").write_text("#!/bin/sh\n")
     monkeypatch.setenv("JAVA_HOME", str(other))
     assert archive_path(tmp_path) not in (None, first)
+
+
+def test_archives_unused_for_a_month_go_when_another_is_written(tmp_path):
+    mine = archive_path(tmp_path)
+    stale = tmp_path / "spark-4.3.0-0123456789abcdef.jsa"  # another virtualenv's, long gone
+    used = tmp_path / "spark-4.3.0-fedcba9876543210.jsa"  # another's, old but still started from
+    stale.write_bytes(b"old")
+    used.write_bytes(b"in use")
+    _settle(stale, 40 * 86400)
+    _settle(used, 40 * 86400)
+    os.utime(used)  # what java_options does when it offers an archive to a JVM
+    written = Path(f"{mine}.tmp-1")
+    written.write_bytes(b"classes")
+    finish_build(mine, written)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([mine.name, used.name])
+
+
+def test_offering_an_archive_marks_it_used(tmp_path):
+    final = archive_path(tmp_path)
+    final.write_bytes(b"classes")
+    _settle(final, 40 * 86400)
+    assert java_options(tmp_path)
+    assert time.time() - final.stat().st_mtime < 86400
