@@ -79,3 +79,17 @@ def test_no_warm_up_when_switched_off_or_already_written(cache: Path, monkeypatc
     monkeypatch.delenv(warmup.OFF_ENV)
     _written(cache, daemon_java_options({}))
     assert not start_in_background(daemon_java_options({}))
+
+
+def _mapped_files(spark: object) -> str:
+    """The files the session's JVM has mapped into its memory (Linux: /proc/PID/maps)."""
+    pid = spark._jvm.java.lang.ProcessHandle.current().pid()  # type: ignore[attr-defined]
+    return Path(f"/proc/{pid}/maps").read_text()
+
+
+def test_the_shared_session_started_as_the_daemon_does_maps_spark_from_the_archive(spark: object) -> None:
+    # The suite's session starts as the daemon's does (tests/conftest.py), after `make test` wrote the archive.
+    final = archive_path(options=daemon_java_options({}))
+    if final is None or not final.exists():
+        pytest.skip("no class archive for the daemon's JVM options here: `make test` writes it first")
+    assert str(final) in _mapped_files(spark), "the JVM refused the archive written for its options"
