@@ -7,9 +7,10 @@ Per size, each phase a process of its own (its JVM sized as bench/scale.py sizes
    (the rebuild, what every start cost before the state was saved), two steady cycles, then the
    save made at SIGTERM;
 2. two collection cycles committed while it was down (a minute at 30 s);
-3. the daemon after the restart: the session started, then the first evaluation, which loads
-   the saved state and folds the two cycles; timed from the session being ready, as the daemon
-   logs "spark session ready" before its first evaluation.
+3. the daemon after the restart: the session started (from the class archive written for its JVM
+   options, when `python -m daemon.diagnose.warmup --daemon [--options …]` wrote one), then the
+   first evaluation, which loads the saved state and folds the two cycles; timed from the session
+   being ready, as the daemon logs "spark session ready" before its first evaluation.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.scale import CYCLES, DRIVER_CONF, STALE  # noqa: E402
 from bench.store_gen import STEP, write_cycle, write_store  # noqa: E402
+from daemon.diagnose.warmup import daemon_session_conf  # noqa: E402
 from rules.loader import load_rule_files  # noqa: E402
 from spark.evaluate import Evaluator  # noqa: E402
 from spark.saved_state import state_directory  # noqa: E402
@@ -59,7 +61,8 @@ def _before(root: Path, series: int, now: datetime) -> dict:
 def _after(root: Path, series: int, now: datetime) -> dict:
     """Phase 3: session start, then the first evaluation from the saved state."""
     t0 = time.monotonic()
-    spark = get_session("local[2]", DRIVER_CONF.get(series))
+    # As the daemon starts it: from the class archive written for its JVM options, when there is one.
+    spark = get_session("local[2]", daemon_session_conf("local[2]", DRIVER_CONF.get(series) or {}))
     session = time.monotonic() - t0
     rules = list(load_rule_files(["builtin"]).rules)
     t0 = time.monotonic()
