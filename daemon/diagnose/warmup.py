@@ -118,6 +118,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     final = archive_path(options=options)  # keyed by the options its user's JVM runs with
     if final is None or final.exists():
         return
+    final.parent.mkdir(parents=True, exist_ok=True)  # run by make on a fresh machine: no cache yet
     written = Path(f"{final}.tmp-{os.getpid()}")
     conf = {} if args.daemon else dict(INTERPRETED)
     session = get_session("local[2]", {**conf, JAVA_OPTIONS: f"{options} -XX:ArchiveClassesAtExit={written} {QUIET_JVM_LOG}"})
