@@ -19,8 +19,9 @@ from daemon.notify import render, render_incident
 from daemon.notify.errors import DeliveryError
 from daemon.notify.model import AlertSnapshot, Notification, ThreadRef
 from daemon.notify.slack_lookup import (
-    HISTORY_SCOPES,
+    LIST_SCOPES,
     Lookup,
+    channel_id_of,
     find_posted,
     is_channel_id,
     marked_message,
@@ -152,8 +153,18 @@ class SlackNotifier:
     async def _look_up(self, notification: Notification, channel: str | None, thread_ts: str | None) -> Lookup:
         # Only a send recorded and never confirmed comes here: its copy may be in the channel already.
         assert notification.unconfirmed_since is not None
-        lookup = await find_posted(self.client, channel, notification.idempotency_key,
-                                   notification.unconfirmed_since, thread_ts)
+        lookup: Lookup | None = None
+        if channel is not None and not is_channel_id(channel):
+            # Slack's history takes only IDs: a `#name` is resolved once, then the ID is kept.
+            resolved = await channel_id_of(self.client, channel)
+            if resolved.id is not None:
+                self.channel_id = channel = resolved.id
+            else:
+                lookup = Lookup(unsure=resolved.unsure, missing_scope=resolved.missing_scope, calls=resolved.calls,
+                                wanted=LIST_SCOPES)
+        if lookup is None:
+            lookup = await find_posted(self.client, channel, notification.idempotency_key,
+                                       notification.unconfirmed_since, thread_ts)
         where = f"the thread {thread_ts} of channel {channel}" if thread_ts else f"channel {channel}"
         if lookup.found:
             log.info("slack %s: %s of %s is already in %s (ts %s, found by its metadata in %d call(s)): not "
@@ -161,7 +172,7 @@ class SlackNotifier:
                      lookup.ts, lookup.calls)
         elif lookup.unsure:
             kind = "scope" if lookup.missing_scope else lookup.unsure
-            advice = (f"grant the app the {' / '.join(HISTORY_SCOPES)} scopes and reinstall it (README, upgrade "
+            advice = (f"grant the app the {' / '.join(lookup.wanted)} scopes and reinstall it (README, upgrade "
                       "notes)" if lookup.missing_scope else "configure the channel by its ID" if
                       self.channel_id is None else "")
             (log.warning if kind not in self._warned else log.info)(

@@ -5,7 +5,9 @@ Every message rocketwatch posts carries `metadata` {event_type: rocketwatch_noti
 {idempotency_key, group, receiver}}. A send recorded and never confirmed (a holder killed between Slack's
 answer and its sent record) is looked up here before it is posted again; only such sends are, so a first
 send costs no extra call. Reading history needs the channels:history (public) or groups:history (private)
-scope; without it, or when the search cannot be complete, the caller posts once more, marked.
+scope; without it, or when the search cannot be complete, the caller posts once more, marked. A channel
+configured as `#name` is first resolved to its ID (history takes only IDs) with conversations.list, which
+needs channels:read (public) or groups:read (private channels the app is in).
 """
 
 from __future__ import annotations
@@ -22,6 +24,9 @@ from daemon.notify.model import Notification
 
 EVENT_TYPE = "rocketwatch_notification"
 HISTORY_SCOPES = ("channels:history", "groups:history")
+LIST_SCOPES = ("channels:read", "groups:read")
+LIST_PAGE_SIZE = 1000  # conversations.list's largest page
+MAX_LIST_PAGES = 20  # a workspace of up to 20,000 channels the app can see
 PAGE_SIZE = 200  # Slack's advice for cursor pages
 MAX_PAGES = 5  # at most 1,000 messages read per lookup: a busy channel's last hours, not its archive
 # Slack stamps a message with its own clock, the intent carries the daemon's: allow for them to differ.
@@ -49,6 +54,7 @@ class Lookup:
     unsure: str | None = None  # not found, and not ruled out: why (the mark's and the log's reason)
     missing_scope: str | None = None  # Slack's `needed` scopes, when it refused for want of them
     calls: int = 0  # API calls the search made
+    wanted: tuple[str, ...] = HISTORY_SCOPES  # the scopes the refused call needs (history, or the channel list)
 
     @property
     def found(self) -> bool:
@@ -89,6 +95,43 @@ async def find_posted(client: AsyncWebClient, channel: str | None, key: str, sin
             return Lookup(calls=page)
     return Lookup(unsure=f"more than {MAX_PAGES * PAGE_SIZE} messages since {since.isoformat()} to search",
                   calls=MAX_PAGES)
+
+
+@dataclass(frozen=True)
+class ChannelId:
+    """What resolving a `#name` found: the channel's ID, or why it is not known."""
+
+    id: str | None = None
+    unsure: str | None = None
+    missing_scope: str | None = None
+    calls: int = 0
+
+
+async def channel_id_of(client: AsyncWebClient, channel: str) -> ChannelId:
+    """The ID of the channel configured as `#name`, from conversations.list (public channels, and the
+    private ones the app is in); at most MAX_LIST_PAGES pages are read."""
+    wanted = channel.removeprefix("#")
+    cursor: str | None = None
+    for page in range(1, MAX_LIST_PAGES + 1):
+        args: dict[str, Any] = {"types": "public_channel,private_channel", "exclude_archived": True,
+                                "limit": LIST_PAGE_SIZE}
+        if cursor:
+            args["cursor"] = cursor
+        try:
+            response = await client.conversations_list(**args)
+        except SlackApiError as exc:
+            if exc.response.get("error") != "missing_scope":
+                raise
+            needed = str(exc.response.get("needed") or ", ".join(LIST_SCOPES))
+            return ChannelId(unsure=f"channel {channel!r} is a name, its ID cannot be listed: the app lacks the "
+                                    f"{needed} scope", missing_scope=needed, calls=page)
+        for found in response.get("channels") or []:
+            if found.get("name") == wanted and is_channel_id(found.get("id")):
+                return ChannelId(id=found["id"], calls=page)
+        cursor = (response.get("response_metadata") or {}).get("next_cursor")
+        if not response.get("has_more") and not cursor:
+            break
+    return ChannelId(unsure=f"no channel named {channel!r} among those the app can list", calls=page)
 
 
 def carries(message: dict[str, Any], key: str) -> bool:

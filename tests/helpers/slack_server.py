@@ -1,5 +1,5 @@
 """A local stand-in for the Slack Web API (chat.postMessage, chat.update, conversations.history and
-.replies with message metadata) that records every call.
+.replies with message metadata, conversations.list) that records every call.
 
     with SlackServer(token="xoxb-test") as slack:
         AsyncWebClient(token="xoxb-test", base_url=slack.base_url)   # base_url ends in /api/
@@ -8,7 +8,8 @@
         slack.calls_to("chat.postMessage")
         slack.messages[ts]                         # current state of a top-level message (its metadata too)
     SlackServer(..., scopes=("chat:write",)) answers conversations.* with missing_scope, as Slack does for
-    a bot token without channels:history; SlackServer(..., clock=f) stamps messages' ts with f() (seconds).
+    a bot token without channels:history (channels:read for conversations.list, which lists CHANNEL_NAME
+    among `other_channels` others, a page of at most `limit`); SlackServer(..., clock=f) stamps messages' ts with f() (seconds).
     SlackServer(..., app_token="xapp-test", socket_url=socket.url) also answers apps.connections.open.
 """
 
@@ -24,10 +25,12 @@ from typing import Any
 from urllib.parse import parse_qsl
 
 CHANNEL_ID = "C0ALERTS"
+CHANNEL_NAME = "rocketmq-alerts"  # CHANNEL_ID's name, as conversations.list gives it (no #)
 BOT_ID, APP_ID = "B0ROCKET", "A0ROCKET"
-ALL_SCOPES = ("chat:write", "files:write", "channels:history", "groups:history")
+ALL_SCOPES = ("chat:write", "files:write", "channels:history", "groups:history", "channels:read", "groups:read")
 # The scope each read method needs for CHANNEL_ID, a public channel (a private one would need groups:history).
-_NEEDS = {"conversations.history": "channels:history", "conversations.replies": "channels:history"}
+_NEEDS = {"conversations.history": "channels:history", "conversations.replies": "channels:history",
+          "conversations.list": "channels:read"}
 
 
 @dataclass
@@ -66,6 +69,7 @@ class SlackServer:
     uploads: list[dict[str, Any]] = field(default_factory=list)  # completed file uploads (bytes in "content")
     scopes: tuple[str, ...] = ALL_SCOPES  # what the bot token was granted
     clock: Callable[[], float] | None = None  # a message's ts (seconds); None: a counter from 1_700_000_000
+    other_channels: int = 0  # channels conversations.list gives before CHANNEL_NAME (a big workspace)
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
@@ -177,6 +181,16 @@ class SlackServer:
         return {"ok": True, "messages": page, "has_more": more,
                 "response_metadata": {"next_cursor": str(start + limit) if more else ""}}
 
+    def _list(self, args: dict[str, Any]) -> dict[str, Any]:
+        # The workspace's channels by cursor pages, ours last: a lookup must page to find it.
+        names = [f"team-{i:05d}" for i in range(self.other_channels)] + [CHANNEL_NAME]
+        channels = [{"id": CHANNEL_ID if n == CHANNEL_NAME else f"C{i:07d}", "name": n, "is_private": False}
+                    for i, n in enumerate(names)]
+        start, limit = int(args.get("cursor") or 0), int(args.get("limit") or 100)
+        more = start + limit < len(channels)
+        return {"ok": True, "channels": channels[start:start + limit],
+                "response_metadata": {"next_cursor": str(start + limit) if more else ""}}
+
     def _answer(self, method: str, args: dict[str, Any], auth: str | None) -> tuple[int, dict, dict]:
         with self._lock:
             plan = self._plan
@@ -203,6 +217,8 @@ class SlackServer:
                                  "provided": ",".join(self.scopes)}
             if method in ("conversations.history", "conversations.replies"):
                 return 200, {}, self._read(method, args)
+            if method == "conversations.list":
+                return 200, {}, self._list(args)
             if method == "chat.postMessage":
                 ts = self._next_ts()
                 message = {**args, "ts": ts}

@@ -16,7 +16,7 @@ from daemon.notify.outbox import Outbox
 from daemon.notify.slack import SlackNotifier
 from daemon.notify.slack_lookup import MAX_PAGES, PAGE_SIZE
 from tests.daemon.notify.conftest import T0, Cycle, at, span
-from tests.helpers.slack_server import CHANNEL_ID, SlackServer
+from tests.helpers.slack_server import CHANNEL_ID, CHANNEL_NAME, SlackServer
 
 TOKEN = "xoxb-repeat"
 READS = ("conversations.history", "conversations.replies")
@@ -127,15 +127,31 @@ def test_without_the_history_scope_the_copy_is_posted_once_more_marked_and_logge
     assert "oncall-slack" in warnings[0] and "channels:history / groups:history" in warnings[0]
 
 
-def test_a_channel_configured_by_name_is_looked_up_once_its_id_is_known(db, slack, caplog):
-    n = queued(db)
-    named = notifier(slack, channel="#rocketmq-alerts")
-    asyncio.run(named.send(retried(n), None))  # no ID known yet: posted, marked, with advice
-    assert "possible repeat" in slack.calls_to("chat.postMessage")[0].args["text"]
-    assert any("configure the channel by its ID" in r.getMessage() for r in caplog.records)
+def test_a_channel_configured_by_name_is_resolved_to_its_id_and_the_copy_found(db):
+    with server(other_channels=2500) as slack:  # a big workspace: the name is on conversations.list's third page
+        n = queued(db)
+        asyncio.run(notifier(slack).send(n, None))  # the killed holder's post, never recorded
+        named = notifier(slack, channel="#rocketmq-alerts")  # the other daemon, configured by name
+        asyncio.run(named.send(retried(n), None))
+        asyncio.run(named.send(retried(n), None))
 
-    asyncio.run(named.send(retried(n), None))  # Slack's answer named the channel's ID: now it is found
-    assert len(slack.calls_to("chat.postMessage")) == 1
+    assert len(slack.calls_to("chat.postMessage")) == 1  # found both times: nothing posted again, nothing marked
+    assert len(slack.calls_to("chat.update")) == 2
+    assert len(slack.calls_to("conversations.list")) == 3  # resolved once, three pages; the ID is then kept
+
+
+def test_without_the_channel_list_scope_a_named_channel_copy_is_marked_and_the_scope_named(db, caplog):
+    caplog.set_level(logging.INFO, logger="daemon.notify.slack")
+    with server(scopes=("chat:write", "files:write", "channels:history", "groups:history")) as slack:
+        n = queued(db)
+        named = notifier(slack, channel=f"#{CHANNEL_NAME}")
+        asyncio.run(named.send(retried(n), None))  # the name cannot be resolved: posted, marked
+        asyncio.run(named.send(retried(n), None))  # Slack's answer named the channel's ID: now it is found
+
+    posts = slack.calls_to("chat.postMessage")
+    assert len(posts) == 1 and "possible repeat" in posts[0].args["text"]
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1 and "channels:read / groups:read" in warnings[0], warnings
 
 
 def test_the_lookup_reads_a_bounded_number_of_pages_and_marks_what_it_could_not_rule_out(db, slack):
