@@ -19,7 +19,6 @@ from daemon.notify import render, render_incident
 from daemon.notify.errors import DeliveryError
 from daemon.notify.model import AlertSnapshot, Notification, ThreadRef
 from daemon.notify.slack_lookup import (
-    LIST_SCOPES,
     Lookup,
     channel_id_of,
     find_posted,
@@ -157,11 +156,10 @@ class SlackNotifier:
         if channel is not None and not is_channel_id(channel):
             # Slack's history takes only IDs: a `#name` is resolved once, then the ID is kept.
             resolved = await channel_id_of(self.client, channel)
-            if resolved.id is not None:
-                self.channel_id = channel = resolved.id
+            if isinstance(resolved, Lookup):
+                lookup = resolved
             else:
-                lookup = Lookup(unsure=resolved.unsure, missing_scope=resolved.missing_scope, calls=resolved.calls,
-                                wanted=LIST_SCOPES)
+                self.channel_id = channel = resolved
         if lookup is None:
             lookup = await find_posted(self.client, channel, notification.idempotency_key,
                                        notification.unconfirmed_since, thread_ts)

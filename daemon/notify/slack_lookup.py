@@ -97,19 +97,10 @@ async def find_posted(client: AsyncWebClient, channel: str | None, key: str, sin
                   calls=MAX_PAGES)
 
 
-@dataclass(frozen=True)
-class ChannelId:
-    """What resolving a `#name` found: the channel's ID, or why it is not known."""
-
-    id: str | None = None
-    unsure: str | None = None
-    missing_scope: str | None = None
-    calls: int = 0
-
-
-async def channel_id_of(client: AsyncWebClient, channel: str) -> ChannelId:
+async def channel_id_of(client: AsyncWebClient, channel: str) -> str | Lookup:
     """The ID of the channel configured as `#name`, from conversations.list (public channels, and the
-    private ones the app is in); at most MAX_LIST_PAGES pages are read."""
+    private ones the app is in), or the Lookup that says why no copy can be ruled out; at most
+    MAX_LIST_PAGES pages are read."""
     wanted = channel.removeprefix("#")
     cursor: str | None = None
     for page in range(1, MAX_LIST_PAGES + 1):
@@ -123,15 +114,15 @@ async def channel_id_of(client: AsyncWebClient, channel: str) -> ChannelId:
             if exc.response.get("error") != "missing_scope":
                 raise
             needed = str(exc.response.get("needed") or ", ".join(LIST_SCOPES))
-            return ChannelId(unsure=f"channel {channel!r} is a name, its ID cannot be listed: the app lacks the "
-                                    f"{needed} scope", missing_scope=needed, calls=page)
+            return Lookup(unsure=f"channel {channel!r} is a name, its ID cannot be listed: the app lacks the "
+                                 f"{needed} scope", missing_scope=needed, calls=page, wanted=LIST_SCOPES)
         for found in response.get("channels") or []:
             if found.get("name") == wanted and is_channel_id(found.get("id")):
-                return ChannelId(id=found["id"], calls=page)
+                return str(found["id"])
         cursor = (response.get("response_metadata") or {}).get("next_cursor")
         if not response.get("has_more") and not cursor:
             break
-    return ChannelId(unsure=f"no channel named {channel!r} among those the app can list", calls=page)
+    return Lookup(unsure=f"no channel named {channel!r} among those the app can list", calls=page, wanted=LIST_SCOPES)
 
 
 def carries(message: dict[str, Any], key: str) -> bool:
