@@ -45,9 +45,9 @@ demo: $(STAMP) java
 # Two runs: what starts neither Spark nor a daemon spread over both cores, then the rest in one
 # process, so that every test of it shares the one SparkSession.
 test: $(STAMP) java chromium postgresql
-	$(PY) -m pytest -m "not spark and not slow" -n 2
+	$(PY) -m pytest -m "not spark and not slow" -n 2 --durations=15
 	$(PY) -m daemon.diagnose.warmup --daemon  # the class archive the Spark tests' JVMs start from (once per machine)
-	$(PY) -m pytest -m "spark or slow"
+	$(PY) -m pytest -m "spark or slow" --durations=40
 
 # The inner loop: every test that starts neither Spark nor a daemon subprocess, less the `slow` ones
 # (seconds each; `make test` runs them), on both cores (under 2 min).
