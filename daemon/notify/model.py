@@ -157,6 +157,11 @@ class Notification(_Frozen):
 class ThreadRef(_Frozen):
     """Where a group's first message lives at a receiver: a Slack channel + ts, an email Message-ID."""
 
+    # A thread ref outlives the daemon that wrote it (SQLite across an upgrade or a rollback, the
+    # shared notification log between HA daemons of two versions mid-upgrade): a field a newer
+    # version adds is ignored here, never a send that fails on reading it.
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
     id: str
     channel: str | None = None
 

@@ -114,6 +114,23 @@ def test_rows_and_threads_survive_a_restart(tmp_path):
         db.close()
 
 
+def test_a_thread_a_newer_version_recorded_is_still_continued(db):
+    # A rollback, or an older HA daemon beside a newer one: the stored thread holds a field this
+    # version does not know; the group's resolve still replies in its thread.
+    with SmtpServer() as smtp:
+        cycle = Cycle(db, ["oncall-mail"])
+        cycle.run([span()], at(0))
+        deliver(cycle.outbox, {"oncall-mail": mailer(smtp)}, at(0))
+        with db.transaction() as conn:  # the local thread and the notification log's copy of it
+            conn.execute("UPDATE notification_threads SET thread_ref = json_set(thread_ref, '$.sent_marked', json('true'))")
+            conn.execute("UPDATE coord_log SET receiver_data = json_set(receiver_data, '$.thread.sent_marked', json('true'))")
+        cycle.run([], at(60))
+        report = deliver(cycle.outbox, {"oncall-mail": mailer(smtp)}, at(60))
+        assert report.delivered == 1, report.errors
+        firing, resolved = smtp.wait_for(2)
+        assert resolved["In-Reply-To"] == firing["Message-ID"]
+
+
 def test_unknown_receiver_is_kept_with_an_error(db):
     cycle = Cycle(db, ["gone"])
     cycle.run([span()], at(0))
