@@ -57,6 +57,12 @@ def test_killed_mid_send_the_notification_goes_out_once_after_restart(tmp_path):
             wait_until(lambda: slack.calls_to("chat.postMessage", answered=False), 180, "the post to Slack",
                        first_log)
             assert ("oncall-slack", None) in _outbox(state_db)  # queued, sent, not yet acknowledged
+            # The mail goes out beside the hung post: the kill waits until its delivery is recorded.
+            # A kill between the SMTP server's acceptance and that record sends the mail again after
+            # the restart, with the same Message-ID (SMTP cannot be asked whether a mail arrived):
+            # that is the email path's at-least-once, not what this test is about.
+            wait_until(lambda: any(r == "oncall-mail" and done for r, done in _outbox(state_db)), 30,
+                       "the mail's delivery recorded", first_log)
             proc.send_signal(signal.SIGKILL)
             assert proc.wait(timeout=10) == -signal.SIGKILL
         finally:
@@ -77,11 +83,11 @@ def test_killed_mid_send_the_notification_goes_out_once_after_restart(tmp_path):
             assert len(slack.messages) == 1 and len(firsts_in_slack) == 1, [c.args.get("text") for c in posts]
             keys = [json.dumps(c.args.get("metadata"), sort_keys=True) for c in posts]
             assert len(set(keys)) == len(keys), keys
-            # One email thread: the first mail went out before the kill or after, but once; a later
+            # One email thread: the first mail, recorded before the kill, is not sent again; a later
             # alert of the same incident may follow as a reply in that thread, never as a new one.
             firsts = [m for m in smtp.messages if not m["In-Reply-To"]]
             heads = [(m["Message-ID"], m["In-Reply-To"], m["Subject"]) for m in smtp.messages]
-            assert len(firsts) == 1, f"the mail went out before the kill or after, but once: {heads}"
+            assert len(firsts) == 1, f"the mail went out before the kill, and only then: {heads}"
             assert len({m["Message-ID"] for m in smtp.messages}) == len(smtp.messages)
             assert all(m["In-Reply-To"] == firsts[0]["Message-ID"] for m in smtp.messages if m is not firsts[0])
             assert all(delivered for _, delivered in _outbox(state_db))
