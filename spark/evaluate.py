@@ -14,7 +14,8 @@ A cycle, top to bottom (Evaluator.evaluate):
    not hold (a rule added, or changed in what its frame folds) is folded from the whole window,
    the others keep theirs;
 3. read the rows of the cycles not folded yet, build the views from them (a view joins one
-   cycle's tables on ts), and fold them into each kept frame (spark/state.py);
+   cycle's tables on ts), and fold them into each kept frame (spark/state.py). A frame whose
+   table has no rows in the window (a 4.9 cluster's 5.x tables) is neither folded nor judged;
 4. judge every rule from the kept frames (its kind's `judge`, spark/kinds/) and union them into
    one plan. Its one collect also computes the folded frames (lazy local checkpoints), and the
    frames they replace are freed after it;
@@ -92,6 +93,10 @@ class Evaluator:
         # the state does not hold (a rule added or changed) is folded from the whole window too.
         state, why, loaded = self._trusted(horizon, now, commits)
         new = state.unfolded(commits)
+        # A frame whose table has no rows in the window holds nothing: no statement folds it and no
+        # rule is judged from it (a 4.9 cluster's 5.x tables), as the reference path skips the table.
+        holding = {t for c in commits for t, n in c.rows.items() if n}
+        planned = {k: f for k, f in planned.items() if sources(f.source)[0] in holding}
         fresh = [f for f in planned.values() if f.signature not in state.frames.frames]
         whole = [c for c in commits if c.clusters] if fresh else []
         partitions = self.sizing.partitions(whole or new)
@@ -218,20 +223,23 @@ class Evaluator:
         where = {alert: f for f in planned.values() for alert in ([f.rule.alert] if f.rule else f.parts)}
         newest = {f.source: f for f in planned.values() if NEWEST in f.parts}
         inputs = {f.id: frames.frames[f.signature] for f in planned.values() if f.signature in frames.frames}
+
+        def frame_of(rule: RuleBase) -> Frame | None:
+            """The folded frame the rule is judged from; None when its table had no rows to fold."""
+            frame = newest.get(rule.table) if KINDS[rule.kind].reads_newest else where.get(rule.alert)
+            return frame if frame is not None and frame.id in inputs else None
+
         branches: dict[str, str] = {}
         thresholds: dict[tuple[str, timedelta], list[RuleBase]] = defaultdict(list)
         for rule in rules:
-            if isinstance(rule, ThresholdRule):
+            if isinstance(rule, ThresholdRule) and frame_of(rule) is not None:
                 thresholds[(rule.table, rule.stale_after or stale_after)].append(rule)
         for (table, stale), group in thresholds.items():
-            if newest[table].id in inputs:
-                branches[" ".join(r.alert for r in group)] = judge_threshold(group, newest[table].view(NEWEST), stale)
+            branches[" ".join(r.alert for r in group)] = judge_threshold(group, newest[table].view(NEWEST), stale)
         for rule in rules:
-            if isinstance(rule, ThresholdRule):
+            frame = frame_of(rule)
+            if isinstance(rule, ThresholdRule) or frame is None:
                 continue
-            frame = newest[rule.table] if KINDS[rule.kind].reads_newest else where[rule.alert]
-            if frame.id not in inputs:
-                continue  # nothing ever committed in the window
             try:
                 view = frame.view(NEWEST if KINDS[rule.kind].reads_newest else rule.alert)
                 branches[rule.alert] = KINDS[rule.kind].judge(rule, view, rule.stale_after or stale_after)
