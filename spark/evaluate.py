@@ -34,7 +34,7 @@ import threading
 import time
 import uuid
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -49,10 +49,10 @@ from spark.kinds import KINDS
 from spark.kinds.threshold import judge_threshold
 from spark.reference import collect_findings, evaluate_reference, needed, sources, union_plan
 from spark.saved_state import SAVE_EVERY, Snapshot, load, save
-from spark.sizing import Sizing, cycle_settings, one_task_per_core
+from spark.sizing import Sizing, cores, cycle_settings, dealt_evenly, one_task_per_core
 from spark.sql import Views, run
 from spark.state import CycleState, Frames, checkpoint
-from spark.store_layout import Commit, CommitLog
+from spark.store_layout import Commit, CommitLog, rows_by_table
 from spark.store_reader import as_utc, read_commits
 from spark.views import VIEW_DEFS, compute_view
 
@@ -95,8 +95,8 @@ class Evaluator:
         new = state.unfolded(commits)
         # A frame whose table has no rows in the window holds nothing: no statement folds it and no
         # rule is judged from it (a 4.9 cluster's 5.x tables), as the reference path skips the table.
-        holding = {t for c in commits for t, n in c.rows.items() if n}
-        planned = {k: f for k, f in planned.items() if sources(f.source)[0] in holding}
+        rows = rows_by_table(commits)
+        planned = {k: f for k, f in planned.items() if rows[sources(f.source)[0]]}
         fresh = [f for f in planned.values() if f.signature not in state.frames.frames]
         whole = [c for c in commits if c.clusters] if fresh else []
         partitions = self.sizing.partitions(whole or new)
@@ -113,7 +113,7 @@ class Evaluator:
                 # 3. Fold the new cycles' rows into each kept frame, and 4. judge every rule from the
                 # folded frames: one plan, one collect, which computes the folded frames too.
                 folded = self._fold(state, planned, new, whole, now, partitions)
-                judged = self._judge(folded, planned, rules, now, stale_after)
+                judged = self._judge(folded, planned, rules, now, stale_after, rows)
                 findings = collect_findings(one_task_per_core(self.spark, judged) if judged else None, rules)
                 folded.materialize()
             except Exception:
@@ -217,9 +217,10 @@ class Evaluator:
         return folded
 
     def _judge(self, frames: Frames, planned: dict[str, Frame], rules: Sequence[RuleBase], now: datetime,
-               stale_after: timedelta) -> DataFrame | None:
+               stale_after: timedelta, rows: Mapping[str, int]) -> DataFrame | None:
         """Every rule's findings from the kept frames, in one statement; the threshold rules of one
-        table (and stale_after) in one pass."""
+        table (and stale_after) in one pass; the branches in the order that shares them evenly
+        among the cycle's tasks, by the rows of their tables in the window (`rows`)."""
         where = {alert: f for f in planned.values() for alert in ([f.rule.alert] if f.rule else f.parts)}
         newest = {f.source: f for f in planned.values() if NEWEST in f.parts}
         inputs = {f.id: frames.frames[f.signature] for f in planned.values() if f.signature in frames.frames}
@@ -230,12 +231,15 @@ class Evaluator:
             return frame if frame is not None and frame.id in inputs else None
 
         branches: dict[str, str] = {}
+        weights: dict[str, int] = {}
         thresholds: dict[tuple[str, timedelta], list[RuleBase]] = defaultdict(list)
         for rule in rules:
             if isinstance(rule, ThresholdRule) and frame_of(rule) is not None:
                 thresholds[(rule.table, rule.stale_after or stale_after)].append(rule)
         for (table, stale), group in thresholds.items():
-            branches[" ".join(r.alert for r in group)] = judge_threshold(group, newest[table].view(NEWEST), stale)
+            key = " ".join(r.alert for r in group)
+            branches[key] = judge_threshold(group, newest[table].view(NEWEST), stale)
+            weights[key] = rows[sources(table)[0]]
         for rule in rules:
             frame = frame_of(rule)
             if isinstance(rule, ThresholdRule) or frame is None:
@@ -243,10 +247,12 @@ class Evaluator:
             try:
                 view = frame.view(NEWEST if KINDS[rule.kind].reads_newest else rule.alert)
                 branches[rule.alert] = KINDS[rule.kind].judge(rule, view, rule.stale_after or stale_after)
+                weights[rule.alert] = rows[sources(frame.source)[0]]
             except Exception:
                 # One rule that cannot be planned must not blind every other rule of the cycle.
                 log.exception("rule %s: cannot build its plan; skipped this cycle", rule.alert)
-        return union_plan(self.spark, branches, now, inputs, views=self.views)
+        dealt = {key: branches[key] for key in dealt_evenly(weights, cores(self.spark))}
+        return union_plan(self.spark, dealt, now, inputs, views=self.views)
 
 
 class _NewRows:

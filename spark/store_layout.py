@@ -21,6 +21,7 @@ import logging
 import os
 import re
 import uuid
+from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -282,6 +283,14 @@ def committed_files(root: str | Path, commit: Commit, table: str) -> list[Path]:
     """The files holding the commit's rows of `table`: its own when they still exist, else its hour's files."""
     own, shared = committed_file_sets(root, commit, table)
     return own + shared
+
+
+def rows_by_table(commits: Iterable[Commit]) -> Counter[str]:
+    """The rows each table holds in `commits` (0 for a table none of them wrote)."""
+    rows: Counter[str] = Counter()
+    for commit in commits:
+        rows.update(commit.rows)
+    return rows
 
 
 def newest_committed(commits: Iterable[Commit]) -> dict[str, datetime]:
