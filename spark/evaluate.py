@@ -219,7 +219,7 @@ class Evaluator:
     def _judge(self, frames: Frames, planned: dict[str, Frame], rules: Sequence[RuleBase], now: datetime,
                stale_after: timedelta, rows: Mapping[str, int]) -> DataFrame | None:
         """Every rule's findings from the kept frames, in one statement; the threshold rules of one
-        table (and stale_after) in one pass; the branches in the order that shares them evenly
+        table (and stale_after) together (judge_threshold); the branches in the order that shares them evenly
         among the cycle's tasks, by the rows of their tables in the window (`rows`)."""
         where = {alert: f for f in planned.values() for alert in ([f.rule.alert] if f.rule else f.parts)}
         newest = {f.source: f for f in planned.values() if NEWEST in f.parts}

@@ -50,8 +50,9 @@ class Kind:
 
 KINDS: dict[str, Kind] = {
     # threshold and peer look at nothing but each series' newest row: peer's plan, fed the kept
-    # newest rows instead of the window, is its judge; every threshold rule of one table is judged
-    # in one pass (spark/evaluate.py gives judge_threshold all of them).
+    # newest rows instead of the window, is its judge; the threshold rules of one table are judged
+    # together (spark/evaluate.py gives judge_threshold all of them): those judging each series
+    # alone in one pass.
     "threshold": Kind(plan_threshold, lambda rule, state, stale: judge_threshold([rule], state, stale)),
     "peer": Kind(plan_peer, lambda rule, state, stale: plan_peer(rule, state, stale, True)),
     "growth": Kind(plan_growth, judge_growth, part=part_growth),
