@@ -151,6 +151,11 @@ def fold_statement(frame: Frame, state: str | None, rows: str, partitions: int) 
     finished = select([names(key), *(f"{p.finish.get(c, name(c))} AS {name(c)}" for p in parts for c in p.types)],
                       sub(folded))
     # A part that holds nothing any more is nulled (a sample arriving later starts it afresh), a
-    # series none of whose parts holds anything is dropped.
-    return select([names(key), *(f"CASE WHEN {p.alive} THEN {name(c)} END AS {name(c)}" for p in parts for c in p.types)],
-                  sub(finished), "(" + " OR ".join(f"coalesce({p.alive}, FALSE)" for p in parts) + ")")
+    # series none of whose parts holds anything is dropped. Each part's condition is a column of its
+    # own: written into every column's CASE, two parts' conditions were common subexpressions whose
+    # order in the generated code followed their hashes, `now` included, and a cycle could compile
+    # its projection again (tests/spark/test_compiled_code.py).
+    flagged = select(["*", *(f"coalesce({p.alive}, FALSE) AS `_alive{i}`" for i, p in enumerate(parts))], sub(finished))
+    return select([names(key), *(f"CASE WHEN `_alive{i}` THEN {name(c)} END AS {name(c)}"
+                                 for i, p in enumerate(parts) for c in p.types)],
+                  sub(flagged), " OR ".join(f"`_alive{i}`" for i in range(len(parts))))

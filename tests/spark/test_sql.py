@@ -9,7 +9,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from spark.sql import literal, name, run, seconds
+from spark.sizing import cycle_settings
+from spark.sql import ago, literal, name, run
 
 HOSTILE = [
     "",
@@ -57,9 +58,11 @@ def test_a_column_name_with_a_backtick_is_one_name(spark):
 
 
 @pytest.mark.parametrize("delta", [timedelta(0), timedelta(seconds=90), timedelta(microseconds=1500001),
-                                   timedelta(seconds=-30)])
-def test_an_interval_literal_is_the_timedelta(spark, delta):
+                                   timedelta(seconds=-30), timedelta(days=40)])
+@pytest.mark.parametrize("interpreted", [True, False])
+def test_ago_is_the_moment_delta_before_now(spark, delta, interpreted):
+    # Generated cycles evaluate it per row (constant folding off), interpreted ones fold it.
     now = datetime(2026, 11, 26, 12, 0, tzinfo=UTC)
-    text = f"SELECT timestamp_micros({{now}}) - {seconds(delta)} AS {name('v')}"
-    row = run(spark, text, now).collect()[0]
+    with cycle_settings(spark, 1, interpreted):
+        row = run(spark, f"SELECT {ago(delta)} AS {name('v')}", now).collect()[0]
     assert row["v"].replace(tzinfo=UTC) == now - delta
