@@ -50,3 +50,26 @@ def test_a_series_gone_quiet_keeps_its_older_row(spark, write, tmp_path):
     assert found == comparable(evaluate_reference(spark, root, rules, NOW, STALE))
     assert ("Lagging", "stuck", 4990.0, False) in [(rule, dict(labels)["group"], value, no_data)
                                                    for rule, labels, _, value, _, no_data, _ in found]
+
+
+def _sql_executions_started(spark) -> int:
+    """How many SQL executions this JVM has started (Spark's own counter of execution ids)."""
+    jvm = spark.sparkContext._jvm  # noqa: SLF001
+    executions = jvm.java.lang.Class.forName("org.apache.spark.sql.execution.SQLExecution$")
+    counter = executions.getDeclaredField("_nextExecutionId")
+    counter.setAccessible(True)
+    return int(counter.get(executions.getDeclaredField("MODULE$").get(None)))
+
+
+def test_a_kept_frame_is_checkpointed_without_a_sql_execution_of_its_own(spark):
+    # A lazy checkpoint computes nothing: the one SQL execution is the collect that computes it
+    # (localCheckpoint would start one more per frame, ~13 per steady cycle, spark/state.py).
+    from spark.state import checkpoint, is_checkpointed
+
+    frame = spark.range(6).selectExpr("id", "id * 2 AS twice").where("id % 2 = 0")
+    before = _sql_executions_started(spark)
+    kept = checkpoint(frame)
+    assert not is_checkpointed(kept)
+    assert sorted(tuple(row) for row in kept.collect()) == [(0, 0), (2, 4), (4, 8)]
+    assert is_checkpointed(kept)
+    assert _sql_executions_started(spark) - before == 1
