@@ -153,7 +153,7 @@ class CycleState:
 KEPT = StorageLevel.MEMORY_AND_DISK
 # The body of Dataset.localCheckpoint, without the SQL execution it runs in: that execution renders
 # the plan as text for the SQL listener and announces it, though a lazy checkpoint computes
-# nothing. 13 of a 16-series steady cycle's 23 SQL executions were these (steady cycle, median of
+# nothing. 8 of a 16-series steady cycle's 23 SQL executions were these (steady cycle, median of
 # 11 alternating on one store: 1.12 s against 1.25 s). Spark's compiled name for it: when a Spark
 # release renames it, checkpoint() falls back to localCheckpoint.
 _CHECKPOINT_BODY = "$anonfun$checkpoint$1"  # (dataset, reliable, storage level, eager, physical plan)

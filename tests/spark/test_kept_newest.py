@@ -63,7 +63,7 @@ def _sql_executions_started(spark) -> int:
 
 def test_a_kept_frame_is_checkpointed_without_a_sql_execution_of_its_own(spark):
     # A lazy checkpoint computes nothing: the one SQL execution is the collect that computes it
-    # (localCheckpoint would start one more per frame, ~13 per steady cycle, spark/state.py).
+    # (localCheckpoint would start one more per frame, 8 per steady cycle, spark/state.py).
     from spark.state import checkpoint, is_checkpointed
 
     frame = spark.range(6).selectExpr("id", "id * 2 AS twice").where("id % 2 = 0")
