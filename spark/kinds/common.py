@@ -135,8 +135,8 @@ class Part:
     """One rule's state inside a kept frame (spark/frames.py), whose rows are the series of one key.
 
     A frame is folded by one statement: the new rows (with `rows` computed on each) are grouped by
-    the key into `new` aggregates (n.*); the kept row (s.*) and them are full-outer joined; `fold`
-    computes the part's columns from both, `finish` (if any) from fold's; a part that is not `alive`
+    the key into `new` aggregates (n.*), in one aggregate with the kept row (s.*); `fold` computes
+    the part's columns from both, `finish` (if any) from fold's; a part that is not `alive`
     afterwards is nulled, and a series none of whose parts is alive is dropped. `types` gives each
     kept column's SQL type (for the first fold's empty state); `view(frame)` reads the part's rows
     back in the shape its kind's judge reads.
