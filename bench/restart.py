@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import os
-import platform
 import subprocess
 import sys
 import tempfile
@@ -27,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.scale import CYCLES, DRIVER_CONF, STALE  # noqa: E402
+from bench.scale import CYCLES, DRIVER_CONF, STALE, bench_sizes, run_header, write_results  # noqa: E402
 from bench.store_gen import STEP, write_cycle, write_store  # noqa: E402
 from daemon.diagnose.warmup import daemon_session_conf  # noqa: E402
 from rules.loader import load_rule_files  # noqa: E402
@@ -117,18 +116,10 @@ def _markdown(result: dict) -> str:
 
 def main() -> None:
     """Measure every configured size and write bench/results/restart.{json,md}."""
-    sizes = [int(s) for s in os.environ.get("BENCH_SIZES", "16000,160000").split(",") if s]
-    if os.environ.get("BENCH_LARGE") == "1":
-        sizes.append(1_600_000)
-    result = {"when": datetime.now(UTC).isoformat(timespec="seconds"),
-              "machine": f"{platform.machine()} {os.cpu_count()} cpu, {platform.python_version()}",
-              "load_before": round(os.getloadavg()[0], 2)}
-    result["sizes"] = [measure(n) for n in sizes]
+    result = {**run_header(), "load_before": round(os.getloadavg()[0], 2)}
+    result["sizes"] = [measure(n) for n in bench_sizes("16000,160000")]
     result["load_after"] = round(os.getloadavg()[0], 2)
-    out = Path(__file__).resolve().parent / "results"
-    (out / "restart.json").write_text(json.dumps(result, indent=2) + "\n")
-    (out / "restart.md").write_text(_markdown(result))
-    print(_markdown(result))
+    write_results("restart", result, _markdown(result))
 
 
 if __name__ == "__main__":

@@ -29,7 +29,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime, timedelta
 from itertools import islice
 from pathlib import Path
@@ -232,11 +232,37 @@ def _markdown(result: dict) -> str:
 
 def _measure_apart(series: int, runs: int) -> dict:
     """measure() in a fresh process, its JVM sized for `series` (DRIVER_CONF)."""
+    return in_fresh_process(__file__, {"--size": series, "--runs": runs})
+
+
+def in_fresh_process(script: str, options: Mapping[str, object]) -> dict:
+    """The JSON a benchmark `script` run as `script --option value ... --out FILE` writes: one size
+    measured in a process (and JVM) of its own."""
     with tempfile.TemporaryDirectory(prefix="rw-bench-out-") as tmp:
         out = Path(tmp) / "size.json"
-        subprocess.run([sys.executable, __file__, "--size", str(series), "--runs", str(runs), "--out", str(out)],
-                       check=True)
+        arguments = [str(a) for pair in options.items() for a in pair]
+        subprocess.run([sys.executable, script, *arguments, "--out", str(out)], check=True)
         return json.loads(out.read_text())
+
+
+def bench_sizes(default: str) -> list[int]:
+    """The queue series counts to measure: BENCH_SIZES (comma-separated) or `default`, and 1.6M with BENCH_LARGE=1."""
+    sizes = [int(s) for s in os.environ.get("BENCH_SIZES", default).split(",") if s]
+    return [*sizes, 1_600_000] if os.environ.get("BENCH_LARGE") == "1" else sizes
+
+
+def run_header() -> dict:
+    """When and on what a benchmark ran."""
+    return {"when": datetime.now(UTC).isoformat(timespec="seconds"),
+            "machine": f"{platform.machine()} {os.cpu_count()} cpu, {platform.python_version()}"}
+
+
+def write_results(name: str, result: dict, markdown: str) -> None:
+    """bench/results/<name>.json and <name>.md, and the markdown on stdout."""
+    out = Path(__file__).resolve().parent / "results"
+    (out / f"{name}.json").write_text(json.dumps(result, indent=2) + "\n")
+    (out / f"{name}.md").write_text(markdown)
+    print(markdown)
 
 
 def _measure_here(argv: list[str]) -> None:
@@ -252,18 +278,11 @@ def _measure_here(argv: list[str]) -> None:
 
 def main() -> None:
     """Measure every configured size and write bench/results/scale.{json,md}."""
-    sizes = [int(s) for s in os.environ.get("BENCH_SIZES", "16,16000,160000").split(",") if s]
-    if os.environ.get("BENCH_LARGE") == "1":
-        sizes.append(1_600_000)
     runs = int(os.environ.get("BENCH_RUNS", "3"))
-    result = {"when": datetime.now(UTC).isoformat(timespec="seconds"),
-              "machine": f"{platform.machine()} {os.cpu_count()} cpu, {platform.python_version()}",
-              "cycles": CYCLES, "sizes": [_measure_apart(n, runs) for n in sizes],
+    result = {**run_header(), "cycles": CYCLES,
+              "sizes": [_measure_apart(n, runs) for n in bench_sizes("16,16000,160000")],
               "load_average_1m": round(os.getloadavg()[0], 2)}
-    out = Path(__file__).resolve().parent / "results"
-    (out / "scale.json").write_text(json.dumps(result, indent=2) + "\n")
-    (out / "scale.md").write_text(_markdown(result))
-    print(_markdown(result))
+    write_results("scale", result, _markdown(result))
 
 
 if __name__ == "__main__":

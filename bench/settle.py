@@ -17,10 +17,8 @@ from __future__ import annotations
 
 import json
 import os
-import platform
 import resource
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -30,7 +28,17 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.scale import CYCLES, DRIVER_CONF, STALE, TARGETS_S, daemon_cycles  # noqa: E402
+from bench.scale import (  # noqa: E402
+    CYCLES,
+    DRIVER_CONF,
+    STALE,
+    TARGETS_S,
+    bench_sizes,
+    daemon_cycles,
+    in_fresh_process,
+    run_header,
+    write_results,
+)
 from bench.store_gen import write_store  # noqa: E402
 from rules.loader import load_rule_files  # noqa: E402
 from spark.evaluate import Evaluator  # noqa: E402
@@ -118,11 +126,7 @@ def _markdown(result: dict) -> str:
 
 def _settle_apart(series: int, cycles: int) -> dict:
     """settle() in a fresh process (a cold JVM, as after a daemon's start), sized as bench/scale.py sizes it."""
-    with tempfile.TemporaryDirectory(prefix="rw-bench-out-") as tmp:
-        out = Path(tmp) / "size.json"
-        subprocess.run([sys.executable, __file__, "--size", str(series), "--cycles", str(cycles), "--out", str(out)],
-                       check=True)
-        return json.loads(out.read_text())
+    return in_fresh_process(__file__, {"--size": series, "--cycles": cycles})
 
 
 def _settle_here(argv: list[str]) -> None:
@@ -135,15 +139,10 @@ def _settle_here(argv: list[str]) -> None:
 
 def main() -> None:
     """Run every configured size and write bench/results/settle.{json,md}."""
-    sizes = [int(s) for s in os.environ.get("BENCH_SIZES", "16,16000,160000").split(",") if s]
     cycles = int(os.environ.get("BENCH_CYCLES", "120"))
-    result = {"when": datetime.now(UTC).isoformat(timespec="seconds"),
-              "machine": f"{platform.machine()} {os.cpu_count()} cpu, {platform.python_version()}",
-              "sizes": [_settle_apart(n, cycles) for n in sizes], "load_average_1m": round(os.getloadavg()[0], 2)}
-    out = Path(__file__).resolve().parent / "results"
-    (out / "settle.json").write_text(json.dumps(result, indent=2) + "\n")
-    (out / "settle.md").write_text(_markdown(result))
-    print(_markdown(result))
+    result = {**run_header(), "sizes": [_settle_apart(n, cycles) for n in bench_sizes("16,16000,160000")],
+              "load_average_1m": round(os.getloadavg()[0], 2)}
+    write_results("settle", result, _markdown(result))
 
 
 if __name__ == "__main__":
